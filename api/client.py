@@ -1,0 +1,188 @@
+"""OrgdeckClient: the one way the console, pipelines and scripts talk to the service."""
+
+from __future__ import annotations
+
+import random
+import time
+from email.utils import parsedate_to_datetime
+from typing import Any
+
+import httpx
+
+from api import constants
+from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
+from api.common import Page
+from api.errors import ApiError, ConnectionFailed, error_for_status
+from api.system import Caller, Health
+
+
+class OrgdeckClient:
+    """A client of one Orgdeck service, authenticated with one organization's key.
+
+    `base_url` includes the `/api` prefix, e.g. `http://127.0.0.1:8000/api`. Pass `http_client` to
+    reuse a connection pool or to talk to an in-process app (any `httpx.Client` works).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None = None,
+        *,
+        org_slug: str | None = None,
+        timeout: float = constants.DEFAULT_TIMEOUT_SECONDS,
+        max_retries: int = constants.DEFAULT_MAX_RETRIES,
+        http_client: httpx.Client | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.api_key = api_key
+        self.max_retries = max_retries
+        self._org_slug = org_slug
+        self._owns_http = http_client is None
+        self._http = http_client or httpx.Client(
+            timeout=httpx.Timeout(timeout, connect=constants.DEFAULT_CONNECT_TIMEOUT_SECONDS),
+            headers={"User-Agent": constants.USER_AGENT},
+        )
+        self.api_keys = ApiKeys(self)
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @property
+    def org_slug(self) -> str:
+        """The organization requests act on: given at construction, else the key's own."""
+        if self._org_slug is None:
+            self._org_slug = self.whoami().org_slug
+        return self._org_slug
+
+    def org(self, org_slug: str | None) -> str:
+        return org_slug or self.org_slug
+
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        params: dict[str, Any] | None = None,
+        json: Any = None,
+        headers: dict[str, str] | None = None,
+    ) -> Any:
+        """Send one request, retrying what is safe to retry, and return the decoded JSON body."""
+        method = method.upper()
+        all_headers = dict(headers or {})
+        if self.api_key:
+            all_headers["X-API-Key"] = self.api_key
+        url = self.base_url + path
+        clean_params = {k: v for k, v in (params or {}).items() if v is not None}
+        for attempt in range(self.max_retries + 1):
+            last_attempt = attempt == self.max_retries
+            try:
+                response = self._http.request(
+                    method, url, params=clean_params, json=json, headers=all_headers
+                )
+            except httpx.TransportError as exc:
+                if last_attempt or method not in constants.SAFE_METHODS:
+                    raise ConnectionFailed(f"Could not reach {self.base_url}: {exc}") from exc
+                time.sleep(_backoff(attempt))
+                continue
+            delay = None if last_attempt else _retry_delay(method, response, attempt)
+            if delay is None:
+                return _decode(response)
+            time.sleep(delay)
+        raise AssertionError("unreachable: the last attempt always returns or raises")
+
+    def close(self) -> None:
+        if self._owns_http:
+            self._http.close()
+
+    def __enter__(self) -> OrgdeckClient:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    # -- service --------------------------------------------------------------------------
+
+    def health(self) -> Health:
+        return Health.model_validate(self.request("GET", "/health"))
+
+    def whoami(self) -> Caller:
+        return Caller.model_validate(self.request("GET", "/whoami"))
+
+
+class Resource:
+    """A group of operations of one area, sharing the client's plumbing."""
+
+    def __init__(self, client: OrgdeckClient) -> None:
+        self._client = client
+
+
+class ApiKeys(Resource):
+    def create(self, name: str, *, org_slug: str | None = None) -> CreatedApiKey:
+        body = CreateApiKey(org_slug=self._client.org(org_slug), name=name)
+        return CreatedApiKey.model_validate(self._client.request("POST", "/api-keys", json=_dump(body)))
+
+    def list(self, *, org_slug: str | None = None) -> Page[ApiKey]:
+        answer = self._client.request("GET", "/api-keys", params={"orgSlug": self._client.org(org_slug)})
+        return Page[ApiKey].model_validate(answer)
+
+    def revoke(self, key_id: str, *, org_slug: str | None = None) -> ApiKey:
+        params = {"orgSlug": self._client.org(org_slug)}
+        return ApiKey.model_validate(self._client.request("DELETE", f"/api-keys/{key_id}", params=params))
+
+
+def _dump(model: Any) -> Any:
+    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _decode(response: httpx.Response) -> Any:
+    if response.is_success:
+        return response.json() if response.content else None
+    try:
+        body = response.json()
+    except ValueError:
+        body = {}
+    if not isinstance(body, dict):
+        body = {}
+    error_class = error_for_status(response.status_code)
+    raise error_class(
+        str(body.get("message") or response.reason_phrase or "Request failed"),
+        status=response.status_code,
+        code=body.get("code"),
+        details=body.get("details"),
+        retry_after=_retry_after(response),
+    )
+
+
+def _retry_delay(method: str, response: httpx.Response, attempt: int) -> float | None:
+    """How long to wait before retrying this answer, or None when it is final."""
+    status = response.status_code
+    if status == 429:
+        retry_after = _retry_after(response)
+        if retry_after is None:
+            return _backoff(attempt)
+        return retry_after if retry_after <= constants.MAX_RETRY_AFTER_SECONDS else None
+    if status in constants.RETRYABLE_STATUSES and method in constants.SAFE_METHODS:
+        return _retry_after(response) or _backoff(attempt)
+    return None
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    value = response.headers.get("Retry-After")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
+    except (TypeError, ValueError):
+        return None
+
+
+def _backoff(attempt: int) -> float:
+    """Capped exponential backoff with full jitter."""
+    ceiling = min(constants.MAX_RETRY_DELAY_SECONDS, constants.INITIAL_RETRY_DELAY_SECONDS * 2**attempt)
+    return random.uniform(ceiling / 2, ceiling)
+
+
+__all__ = ["ApiError", "OrgdeckClient"]

@@ -1,0 +1,12 @@
+"""Client defaults, in one place so that tuning them is one edit."""
+
+DEFAULT_TIMEOUT_SECONDS = 15.0
+DEFAULT_CONNECT_TIMEOUT_SECONDS = 5.0
+DEFAULT_MAX_RETRIES = 3
+INITIAL_RETRY_DELAY_SECONDS = 0.5
+MAX_RETRY_DELAY_SECONDS = 8.0
+# A server asking us to wait longer than this is treated as a failure rather than a pause.
+MAX_RETRY_AFTER_SECONDS = 60.0
+RETRYABLE_STATUSES = frozenset({502, 503, 504})
+SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+USER_AGENT = "orgdeck-client/0.1"

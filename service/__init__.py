@@ -1,0 +1,3 @@
+"""The Organization Management Service."""
+
+__version__ = "0.1.0"

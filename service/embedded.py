@@ -1,0 +1,67 @@
+"""The console's embedded mode: a service on SQLite in a thread, with a demo organization."""
+
+from __future__ import annotations
+
+import logging
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from api import OrgdeckClient
+from api.errors import Unauthorized
+from service import demo
+from service.api_keys.service import create_key
+from service.db import Database
+from service.migrate import upgrade
+from service.orgs.service import create_org, get_org
+from service.server import ServerThread
+from service.settings import Settings
+
+logger = logging.getLogger("orgdeck.embedded")
+
+DEMO_ORG = "demo"
+KEY_FILE = "demo-api-key"
+
+
+@dataclass(frozen=True)
+class Embedded:
+    url: str
+    api_key: str
+    org_slug: str
+    server: ServerThread
+
+
+def start(settings: Settings) -> Embedded:
+    """Migrate, make sure the demo org and its key exist, serve, and seed demo data once."""
+    settings.data_dir.mkdir(parents=True, exist_ok=True)
+    db = Database(settings.resolved_database_url)
+    upgrade(db)
+    server = ServerThread(settings).start()
+    api_key = _demo_key(db, settings.data_dir / KEY_FILE, server.url)
+    db.dispose()
+    with OrgdeckClient(server.url, api_key, org_slug=DEMO_ORG) as client:
+        demo.seed(client)
+    logger.info("Embedded service on %s, organization %s", server.url, DEMO_ORG)
+    return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server)
+
+
+def _demo_key(db: Database, key_file: Path, url: str) -> str:
+    """The demo org's key from the data directory, or a new one (and the org) written there, 0600.
+
+    A key that no longer works (revoked, or the database was replaced) is replaced, not fatal.
+    """
+    if key_file.exists():
+        key = key_file.read_text().strip()
+        with OrgdeckClient(url, key, max_retries=0) as client:
+            try:
+                client.whoami()
+                return key
+            except Unauthorized:
+                logger.warning("The saved demo key no longer works; issuing a new one")
+    with db.session(write=True) as session:
+        org = get_org(session, slug=DEMO_ORG) or create_org(session, slug=DEMO_ORG, name="Demo Organization")
+        key = create_key(session, org_id=org.id, name="console").value
+    descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(descriptor, "w") as handle:
+        handle.write(key + "\n")
+    return key

@@ -1,0 +1,18 @@
+"""Opaque, prefixed, time-ordered identifiers (`key_01j…`), so ids sort by creation and say their type."""
+
+from __future__ import annotations
+
+import secrets
+import time
+
+_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lowercase
+
+
+def new_id(prefix: str) -> str:
+    """48 bits of milliseconds then 80 random bits, in 26 base32 characters."""
+    value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
+    chars = []
+    for _ in range(26):
+        value, digit = divmod(value, 32)
+        chars.append(_ALPHABET[digit])
+    return f"{prefix}_{''.join(reversed(chars))}"

@@ -1,0 +1,7 @@
+"""Every table of the service, imported in one place so that migrations and tests see them all."""
+
+from service.api_keys.models import ApiKey
+from service.db import Base
+from service.orgs.models import Organization
+
+__all__ = ["ApiKey", "Base", "Organization"]

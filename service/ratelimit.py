@@ -1,0 +1,131 @@
+"""Fixed-window rate limiting per key (per client address without one), in memory or in Redis."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import math
+import time
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import send_error
+
+logger = logging.getLogger("orgdeck.ratelimit")
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    limit: int
+    remaining: int
+    reset_seconds: int
+
+    def headers(self) -> list[tuple[bytes, bytes]]:
+        pairs = [
+            (b"ratelimit-limit", str(self.limit).encode()),
+            (b"ratelimit-remaining", str(self.remaining).encode()),
+            (b"ratelimit-reset", str(self.reset_seconds).encode()),
+        ]
+        if not self.allowed:
+            pairs.append((b"retry-after", str(self.reset_seconds).encode()))
+        return pairs
+
+
+class Limiter(Protocol):
+    async def hit(self, identity: str) -> Decision: ...
+
+
+class _Window:
+    def __init__(self, limit: int, window_seconds: int) -> None:
+        self.limit = limit
+        self.window_seconds = window_seconds
+
+    def current(self) -> tuple[int, int]:
+        """The current window's number and the whole seconds until it ends (at least 1)."""
+        now = time.time()
+        number = int(now // self.window_seconds)
+        return number, max(1, math.ceil((number + 1) * self.window_seconds - now))
+
+    def decide(self, count: int, reset_seconds: int) -> Decision:
+        return Decision(count <= self.limit, self.limit, max(0, self.limit - count), reset_seconds)
+
+
+class MemoryLimiter(_Window):
+    """Budgets of this process only."""
+
+    def __init__(self, limit: int, window_seconds: int) -> None:
+        super().__init__(limit, window_seconds)
+        self._counts: dict[str, tuple[int, int]] = {}
+
+    async def hit(self, identity: str) -> Decision:
+        number, reset = self.current()
+        window, count = self._counts.get(identity, (number, 0))
+        count = count + 1 if window == number else 1
+        if len(self._counts) > 100_000:
+            self._counts = {k: v for k, v in self._counts.items() if v[0] == number}
+        self._counts[identity] = (number, count)
+        return self.decide(count, reset)
+
+
+class RedisLimiter(_Window):
+    """Budgets shared by every process that uses the same Redis. Fails open if Redis is down."""
+
+    def __init__(self, url: str, limit: int, window_seconds: int) -> None:
+        super().__init__(limit, window_seconds)
+        import redis.asyncio as redis  # imported here: Redis is optional
+
+        self._redis: Any = redis.from_url(url, socket_timeout=0.5, socket_connect_timeout=0.5)
+
+    async def hit(self, identity: str) -> Decision:
+        number, reset = self.current()
+        key = f"orgdeck:ratelimit:{identity}:{number}"
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.incr(key)
+                pipe.expire(key, self.window_seconds + 1)
+                count, _ = await pipe.execute()
+        except Exception as exc:
+            logger.warning("Rate limiting skipped: Redis unavailable (%s)", exc)
+            return Decision(True, self.limit, self.limit, reset)
+        return self.decide(int(count), reset)
+
+    async def close(self) -> None:
+        await self._redis.aclose()
+
+
+def identity_of(scope: Scope) -> str:
+    """The budget a request draws on: a digest of the key it presents, else its client address."""
+    headers = Headers(scope=scope)
+    key = headers.get("x-api-key") or headers.get("authorization")
+    if key:
+        return "key:" + hashlib.sha256(key.strip().encode()).hexdigest()[:32]
+    client = scope.get("client")
+    return "addr:" + (client[0] if client else "unknown")
+
+
+class RateLimitMiddleware:
+    def __init__(self, app: ASGIApp, limiter: Limiter, exempt_paths: frozenset[str]) -> None:
+        self.app = app
+        self.limiter = limiter
+        self.exempt_paths = exempt_paths
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.exempt_paths:
+            await self.app(scope, receive, send)
+            return
+        decision = await self.limiter.hit(identity_of(scope))
+        if not decision.allowed:
+            message = f"Rate limit of {decision.limit} requests exceeded; retry in {decision.reset_seconds} s"
+            await send_error(send, 429, message, "rate_limited", decision.headers())
+            return
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *decision.headers()]
+            await send(message)
+
+        await self.app(scope, receive, send_with_headers)

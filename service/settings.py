@@ -1,0 +1,50 @@
+"""Every setting of the service, read from `ORGDECK_*` environment variables."""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+CommaList = Annotated[list[str], NoDecode]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ORGDECK_", extra="ignore")
+
+    data_dir: Path = Field(Path("data"), description="Where the SQLite file and generated keys live.")
+    database_url: str | None = Field(None, description="SQLAlchemy URL; default: SQLite in data_dir.")
+    encryption_keys: CommaList = Field(
+        default_factory=list,
+        description="Fernet keys, comma-separated: the first encrypts, all decrypt. "
+        "Default: one generated into data_dir/encryption.key.",
+    )
+    redis_url: str | None = Field(None, description="Shares rate-limit budgets between processes.")
+    rate_limit: int = Field(1200, ge=0, description="Requests per key per window; 0 turns limiting off.")
+    rate_limit_window_seconds: int = Field(60, ge=1)
+    max_body_bytes: int = Field(1024 * 1024, ge=1024)
+    outbound_allow_private: CommaList = Field(
+        default_factory=list,
+        description="Hosts or CIDRs on private networks that outbound calls may reach; `*` allows all.",
+    )
+    log_level: str = "info"
+    threads: int = Field(8, ge=1, le=200, description="Worker threads for blocking request handlers.")
+    db_pool_size: int = Field(8, ge=1)
+
+    @field_validator("encryption_keys", "outbound_allow_private", mode="before")
+    @classmethod
+    def _split_commas(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [part.strip() for part in value.split(",") if part.strip()]
+        return value
+
+    @cached_property
+    def resolved_database_url(self) -> str:
+        return self.database_url or f"sqlite:///{(self.data_dir / 'orgdeck.db').resolve()}"
+
+    @property
+    def is_sqlite(self) -> bool:
+        return self.resolved_database_url.startswith("sqlite")
