@@ -10,8 +10,7 @@ from typing import Any
 import httpx
 
 from api import constants
-from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
-from api.common import Page
+from api.api_keys import ApiKeysResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
 from api.system import Caller, Health
 
@@ -42,7 +41,7 @@ class OrgdeckClient:
             timeout=httpx.Timeout(timeout, connect=constants.DEFAULT_CONNECT_TIMEOUT_SECONDS),
             headers={"User-Agent": constants.USER_AGENT},
         )
-        self.api_keys = ApiKeys(self)
+        self.api_keys = ApiKeysResource(self)
 
     # -- plumbing -------------------------------------------------------------------------
 
@@ -52,9 +51,6 @@ class OrgdeckClient:
         if self._org_slug is None:
             self._org_slug = self.whoami().org_slug
         return self._org_slug
-
-    def org(self, org_slug: str | None) -> str:
-        return org_slug or self.org_slug
 
     def request(
         self,
@@ -106,31 +102,6 @@ class OrgdeckClient:
 
     def whoami(self) -> Caller:
         return Caller.model_validate(self.request("GET", "/whoami"))
-
-
-class Resource:
-    """A group of operations of one area, sharing the client's plumbing."""
-
-    def __init__(self, client: OrgdeckClient) -> None:
-        self._client = client
-
-
-class ApiKeys(Resource):
-    def create(self, name: str, *, org_slug: str | None = None) -> CreatedApiKey:
-        body = CreateApiKey(org_slug=self._client.org(org_slug), name=name)
-        return CreatedApiKey.model_validate(self._client.request("POST", "/api-keys", json=_dump(body)))
-
-    def list(self, *, org_slug: str | None = None) -> Page[ApiKey]:
-        answer = self._client.request("GET", "/api-keys", params={"orgSlug": self._client.org(org_slug)})
-        return Page[ApiKey].model_validate(answer)
-
-    def revoke(self, key_id: str, *, org_slug: str | None = None) -> ApiKey:
-        params = {"orgSlug": self._client.org(org_slug)}
-        return ApiKey.model_validate(self._client.request("DELETE", f"/api-keys/{key_id}", params=params))
-
-
-def _dump(model: Any) -> Any:
-    return model.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
 def _decode(response: httpx.Response) -> Any:

@@ -34,9 +34,24 @@ def set_connection(connection: Connection) -> None:
 def current() -> Connection:
     connection = st.session_state.get(_STATE_KEY)
     if connection is None:
+        _run_through_app_once()
         st.info("Not connected to a service: enter its URL and an API key in the sidebar.")
         st.stop()
     return connection
+
+
+def _run_through_app_once() -> None:
+    """Recover from a page having been run without app.py.
+
+    Until app.py has called st.navigation once in a process, Streamlit treats a `pages/` folder the
+    legacy way: a first visit straight to /api_keys runs that page alone, so nothing is connected.
+    Switching the process to st.navigation routing and rerunning runs app.py, which opens the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()
 
 
 def client() -> OrgdeckClient:

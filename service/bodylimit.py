@@ -16,6 +16,7 @@ class BodyLimitMiddleware:
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.message = f"The request body is larger than {max_bytes} bytes"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -23,31 +24,32 @@ class BodyLimitMiddleware:
             return
         declared = Headers(scope=scope).get("content-length")
         if declared and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+            await send_error(send, 413, self.message, "payload_too_large")
             return
         received = 0
-        started = False
+        exceeded = refused = False
 
         async def counting_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
-                    raise _TooLarge
+            received += len(message.get("body", b""))
+            if received > self.max_bytes:
+                exceeded = True
+                raise _TooLarge
             return message
 
-        async def tracking_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
+        async def guarded_send(message: Message) -> None:
+            # Whatever the app made of the interrupted body (FastAPI turns it into a 400),
+            # the caller gets the 413 that says what actually went wrong.
+            nonlocal refused
+            if not exceeded:
+                await send(message)
+            elif not refused:
+                refused = True
+                await send_error(send, 413, self.message, "payload_too_large")
 
         try:
-            await self.app(scope, counting_receive, tracking_send)
+            await self.app(scope, counting_receive, guarded_send)
         except _TooLarge:
-            if not started:
-                await self._refuse(send)
-
-    async def _refuse(self, send: Send) -> None:
-        message = f"The request body is larger than {self.max_bytes} bytes"
-        await send_error(send, 413, message, "payload_too_large")
+            if not refused:
+                await send_error(send, 413, self.message, "payload_too_large")

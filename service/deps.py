@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Annotated
 
-from fastapi import Depends, Query, Request
+from fastapi import BackgroundTasks, Depends, Query, Request
 from sqlalchemy.orm import Session
 
 from api.common import OrgSlug
@@ -37,14 +37,14 @@ DbSession = Annotated[Session, Depends(_session, scope="function")]
 AppSettings = Annotated[Settings, Depends(_settings)]
 
 
-def _caller(request: Request, session: DbSession) -> Caller:
+def _caller(request: Request, session: DbSession, background: BackgroundTasks) -> Caller:
     key = presented_key(request.headers)
     if key is None:
         raise Unauthorized(MISSING_KEY_MESSAGE)
     record = resolve_key(session, key)
     if needs_last_used_update(record):
-        with _database(request).session(write=True) as writer:
-            touch_key(writer, key_id=record.id)
+        # After the response, in a transaction of its own: never holds up or deadlocks the request's.
+        background.add_task(_touch, _database(request), record.id)
     return Caller(
         org_id=record.org_id,
         org_slug=record.org.slug,
@@ -52,6 +52,11 @@ def _caller(request: Request, session: DbSession) -> Caller:
         key_id=record.id,
         key_name=record.name,
     )
+
+
+def _touch(db: Database, key_id: str) -> None:
+    with db.session(write=True) as writer:
+        touch_key(writer, key_id=key_id)
 
 
 CurrentCaller = Annotated[Caller, Depends(_caller)]

@@ -2,6 +2,7 @@
 
 from service.api_keys.models import ApiKey
 from service.db import Base
+from service.environments.models import Environment
 from service.orgs.models import Organization
 
-__all__ = ["ApiKey", "Base", "Organization"]
+__all__ = ["ApiKey", "Base", "Environment", "Organization"]

@@ -43,7 +43,12 @@ class Settings(BaseSettings):
 
     @cached_property
     def resolved_database_url(self) -> str:
-        return self.database_url or f"sqlite:///{(self.data_dir / 'orgdeck.db').resolve()}"
+        """The URL to connect with; plain `postgresql://` URLs are given the psycopg 3 driver."""
+        url = self.database_url or f"sqlite:///{(self.data_dir / 'orgdeck.db').resolve()}"
+        for plain in ("postgres://", "postgresql://"):
+            if url.startswith(plain):
+                return "postgresql+psycopg://" + url.removeprefix(plain)
+        return url
 
     @property
     def is_sqlite(self) -> bool:

@@ -1,0 +1,167 @@
+"""Shared fixtures: one database and one live service per test session, a fresh org per test.
+
+The suite runs on SQLite by default and on PostgreSQL when ORGDECK_TEST_DATABASE_URL is set (each
+session gets a database of its own there, dropped at the end). Parts this machine lacks
+(PostgreSQL, Redis, Chromium) are skipped with a reason on a laptop and fail the run in CI.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
+
+from api import OrgdeckClient
+from service.bootstrap import create_org_with_key
+from service.db import Database
+from service.migrate import upgrade
+from service.server import ServerThread
+from service.settings import Settings
+
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+POSTGRES_URL = os.environ.get("ORGDECK_TEST_DATABASE_URL", "")
+REDIS_URL = os.environ.get("ORGDECK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
+ROOT = Path(__file__).resolve().parent.parent
+_SKIPPED_PARTS: dict[str, str] = {}
+
+
+def require(part: str, reason: str) -> None:
+    """Skip a test for a missing part on a laptop; in CI every part must run, so fail instead."""
+    if IN_CI:
+        pytest.fail(f"{part} is required in CI but unavailable: {reason}", pytrace=False)
+    _SKIPPED_PARTS.setdefault(part, reason)
+    pytest.skip(f"{part} unavailable: {reason}")
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    backend = "PostgreSQL" if POSTGRES_URL else "SQLite"
+    return f"orgdeck: database backend {backend}; CI mode {'on' if IN_CI else 'off'}"
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if not POSTGRES_URL:
+        terminalreporter.write_line(
+            "orgdeck: ran on SQLite only; set ORGDECK_TEST_DATABASE_URL=postgresql://... to run on PostgreSQL too",
+            yellow=True,
+        )
+    for part, reason in _SKIPPED_PARTS.items():
+        terminalreporter.write_line(f"orgdeck: skipped the tests that need {part}: {reason}", yellow=True)
+
+
+@dataclass(frozen=True)
+class Org:
+    slug: str
+    key: str
+
+    @property
+    def headers(self) -> dict[str, str]:
+        return {"X-API-Key": self.key}
+
+
+@pytest.fixture(scope="session")
+def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    if not POSTGRES_URL:
+        yield f"sqlite:///{tmp_path_factory.mktemp('database') / 'orgdeck.db'}"
+        return
+    name = f"orgdeck_test_{uuid.uuid4().hex[:12]}"
+    admin_url = Settings(database_url=POSTGRES_URL).resolved_database_url
+    admin = create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+    except OperationalError as exc:
+        admin.dispose()
+        require("PostgreSQL", str(exc).splitlines()[0])
+    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    with admin.connect() as connection:
+        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def settings(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> Settings:
+    return make_settings(tmp_path_factory.mktemp("data"), database_url)
+
+
+def make_settings(data_dir: Path, database_url: str, **overrides: object) -> Settings:
+    values: dict[str, object] = {
+        "data_dir": data_dir,
+        "database_url": database_url,
+        "rate_limit": 1_000_000,
+        "outbound_allow_private": ["*"],
+    }
+    values.update(overrides)
+    return Settings(**values)
+
+
+@pytest.fixture(scope="session")
+def db(settings: Settings) -> Iterator[Database]:
+    database = Database(settings.resolved_database_url)
+    upgrade(database)
+    yield database
+    database.dispose()
+
+
+@pytest.fixture(scope="session")
+def server(settings: Settings, db: Database) -> Iterator[ServerThread]:
+    thread = ServerThread(settings).start()
+    yield thread
+    thread.stop()
+
+
+def new_org(db: Database) -> Org:
+    slug, key = create_org_with_key(db, slug=f"t-{uuid.uuid4().hex[:12]}", name="Test Org", key_name="admin")
+    return Org(slug=slug, key=key)
+
+
+@pytest.fixture
+def org(db: Database) -> Org:
+    return new_org(db)
+
+
+@pytest.fixture
+def other_org(db: Database) -> Org:
+    return new_org(db)
+
+
+@pytest.fixture
+def http(server: ServerThread) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=server.url + "/", timeout=30) as client:
+        yield client
+
+
+@pytest.fixture
+def client(server: ServerThread, org: Org) -> Iterator[OrgdeckClient]:
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as orgdeck:
+        yield orgdeck
+
+
+def raw_database_contains(database_url: str, needle: str) -> bool:
+    """Whether `needle` appears anywhere in the database's raw storage (files or a full dump).
+
+    Read in a child process: closing a file descriptor of the SQLite file in this process would drop
+    SQLite's own locks on it (POSIX locks are per process) and corrupt the running service's view.
+    """
+    if database_url.startswith("sqlite"):
+        path = database_url.removeprefix("sqlite:///")
+        command = ["sh", "-c", 'cat "$0" "$0"-wal "$0"-shm 2>/dev/null', path]
+    else:
+        url = make_url(database_url).set(drivername="postgresql").render_as_string(hide_password=False)
+        command = ["pg_dump", "--data-only", url]
+    dump = subprocess.run(command, capture_output=True, check=False, timeout=120).stdout
+    assert dump, f"nothing read from {database_url}"
+    return needle.encode() in dump
+
+
+def count_rows(db: Database, table: str) -> int:
+    with db.engine.connect() as connection:
+        return connection.execute(text(f"SELECT COUNT(*) FROM {table}")).scalar_one()  # noqa: S608

@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from api import OrgdeckClient
+from tests.console.conftest import texts
+
+PAGE = "pages/api_keys.py"
+
+
+def test_lists_keys_without_values(console, org):
+    app = console(PAGE)
+    table = app.dataframe[0].value
+    assert list(table["Name"]) == ["admin"]
+    assert org.key not in texts(app)
+    assert org.key not in table.to_csv()
+
+
+def test_create_shows_the_value_once(console, server, org):
+    app = console(PAGE)
+    app.text_input[0].input("release-bot")
+    app.button[0].click().run()
+    assert not app.exception
+    shown_value = app.code[0].value
+    assert shown_value.startswith("odk_")
+    assert "will not be shown again" in texts(app)
+    with OrgdeckClient(server.url, shown_value) as as_new_key:
+        assert as_new_key.whoami().key_name == "release-bot"
+    assert "release-bot" in list(app.dataframe[0].value["Name"])
+    app.run()  # any further interaction: the value is gone
+    assert shown_value not in texts(app)
+
+
+def test_revoke_asks_for_confirmation_then_removes_the_key(console, server, org):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as client:
+        doomed = client.api_keys.create("old-ci")
+    app = console(PAGE)
+    app.selectbox[0].select(next(o for o in app.selectbox[0].options if o.startswith("old-ci")))
+    app.run()
+    app.button(key="revoke_start").click().run()
+    assert "cannot be undone" in texts(app)
+    with OrgdeckClient(server.url, doomed.key) as still_valid:
+        still_valid.whoami()  # nothing revoked before confirming
+    next(b for b in app.button if b.label == "Revoke key").click().run()
+    assert not app.exception
+    assert "old-ci" not in list(app.dataframe[0].value["Name"])
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as client:
+        assert doomed.id not in {k.id for k in client.api_keys.list().items}
+
+
+def test_the_consoles_own_key_is_not_offered_for_revocation(console):
+    app = console(PAGE)
+    assert "only key is the one this console uses" in texts(app)

@@ -1,0 +1,106 @@
+"""The command line: create-org, migrate, serve, and the first-run story of a fresh install."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+import httpx
+import pytest
+
+from tests.conftest import ROOT
+
+
+def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "service", *args],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+@pytest.fixture
+def cli_env(tmp_path, database_url, db) -> dict[str, str]:
+    return {**os.environ, "ORGDECK_DATA_DIR": str(tmp_path), "ORGDECK_DATABASE_URL": database_url}
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["migrate"], ["create-org"]])
+def test_help(command, cli_env):
+    result = run_cli(*command, "--help", env=cli_env)
+    assert result.returncode == 0
+    assert "usage: python -m service" in result.stdout
+
+
+def test_create_org_prints_one_json_line_then_refuses_a_duplicate(cli_env):
+    result = run_cli("create-org", "cli-acme", "--name", "Acme", "--key-name", "bootstrap", env=cli_env)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.strip().splitlines()
+    assert len(lines) == 1
+    created = json.loads(lines[0])
+    assert created["orgSlug"] == "cli-acme"
+    assert created["apiKey"].startswith("odk_")
+    again = run_cli("create-org", "cli-acme", env=cli_env)
+    assert again.returncode == 1
+    assert "already exists" in again.stderr
+    bad = run_cli("create-org", "Not_A_Slug", env=cli_env)
+    assert bad.returncode == 1
+    assert "not a valid slug" in bad.stderr
+
+
+def test_migrate_is_idempotent(cli_env):
+    assert run_cli("migrate", env=cli_env).returncode == 0
+    assert run_cli("migrate", env=cli_env).returncode == 0
+
+
+def test_serve_answers_the_first_run_story(cli_env):
+    acme = json.loads(run_cli("create-org", "cli-serve-acme", env=cli_env).stdout)
+    other = json.loads(run_cli("create-org", "cli-serve-other", env=cli_env).stdout)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "service", "serve", "--port", str(port)],
+        cwd=ROOT,
+        env=cli_env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    base = f"http://127.0.0.1:{port}/api"
+    try:
+        _wait_for(base + "/health")
+        query = {"orgSlug": "cli-serve-acme"}
+        assert (
+            httpx.get(base + "/api-keys", params=query, headers={"X-API-Key": acme["apiKey"]}).status_code
+            == 200
+        )
+        assert httpx.get(base + "/api-keys", params=query).status_code == 401
+        assert (
+            httpx.get(base + "/api-keys", params=query, headers={"X-API-Key": other["apiKey"]}).status_code
+            == 403
+        )
+        bad = httpx.post(
+            base + "/api-keys", json={"orgSlug": "cli-serve-acme"}, headers={"X-API-Key": acme["apiKey"]}
+        )
+        assert bad.status_code == 400
+    finally:
+        process.terminate()
+        process.wait(timeout=20)
+
+
+def _wait_for(url: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(url).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up")

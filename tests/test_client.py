@@ -1,0 +1,123 @@
+"""OrgdeckClient against a live service on loopback, and its retry rules against misbehaving peers."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from api import OrgdeckClient
+from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
+from service.server import ServerThread
+from tests.conftest import make_settings
+
+
+def test_health_whoami_and_keys(client, org):
+    assert client.health().status == "ok"
+    caller = client.whoami()
+    assert caller.org_slug == org.slug
+    created = client.api_keys.create("from-client")
+    assert created.id in {k.id for k in client.api_keys.list().items}
+    assert client.api_keys.revoke(created.id).revoked_at is not None
+
+
+def test_org_slug_defaults_to_the_keys_own(server, org):
+    with OrgdeckClient(server.url, org.key) as orgdeck:
+        assert orgdeck.org_slug == org.slug
+        assert orgdeck.api_keys.list().total >= 1
+
+
+def test_errors_are_typed(server, client, org, other_org):
+    with pytest.raises(BadRequest) as bad:
+        client.api_keys.create("")
+    assert bad.value.status == 400
+    assert bad.value.details[0]["field"] == "name"
+    with pytest.raises(Forbidden):
+        client.api_keys.list(org_slug=other_org.slug)
+    with OrgdeckClient(server.url, "odk_wrong") as anonymous, pytest.raises(Unauthorized) as unauthorized:
+        anonymous.whoami()
+    assert unauthorized.value.code == "unauthorized"
+
+
+def test_retries_after_429_honouring_retry_after(tmp_path, database_url, db, org, other_org):
+    server = ServerThread(make_settings(tmp_path, database_url, rate_limit=2, rate_limit_window_seconds=1))
+    server.start()
+    try:
+        with OrgdeckClient(server.url, org.key, max_retries=3) as orgdeck:
+            started = time.monotonic()
+            for _ in range(3):
+                orgdeck.whoami()
+            assert time.monotonic() - started > 0.05  # it waited for the window to reset
+        with OrgdeckClient(server.url, other_org.key, max_retries=0) as impatient:
+            impatient.whoami()
+            impatient.whoami()
+            with pytest.raises(RateLimited) as limited:
+                impatient.whoami()
+            assert limited.value.retry_after is not None
+    finally:
+        server.stop()
+
+
+class _Flaky(BaseHTTPRequestHandler):
+    """Answers 503 to the first N requests, then 200: a load balancer in front of a restarting service."""
+
+    failures_left = 0
+    seen = 0
+
+    def _answer(self) -> None:
+        type(self).seen += 1
+        if type(self).failures_left > 0:
+            type(self).failures_left -= 1
+            self.send_response(503)
+            self.send_header("Retry-After", "0")
+            self.end_headers()
+            return
+        body = b'{"status": "ok", "database": "ok", "version": "test"}'
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    do_GET = _answer
+    do_POST = _answer
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture
+def flaky() -> Iterator[ThreadingHTTPServer]:
+    peer = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
+    thread = threading.Thread(target=peer.serve_forever, daemon=True)
+    thread.start()
+    yield peer
+    peer.shutdown()
+
+
+def test_safe_methods_retry_on_503(flaky):
+    _Flaky.failures_left, _Flaky.seen = 2, 0
+    with OrgdeckClient(f"http://127.0.0.1:{flaky.server_port}/api", max_retries=3) as orgdeck:
+        assert orgdeck.health().version == "test"
+    assert _Flaky.seen == 3
+
+
+def test_unsafe_methods_do_not_retry_on_503(flaky):
+    _Flaky.failures_left, _Flaky.seen = 2, 0
+    orgdeck = OrgdeckClient(f"http://127.0.0.1:{flaky.server_port}/api", max_retries=3)
+    with orgdeck, pytest.raises(ServerError):
+        orgdeck.request("POST", "/anything", json={})
+    assert _Flaky.seen == 1
+
+
+def test_unreachable_service_is_connection_failed():
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    orgdeck = OrgdeckClient(f"http://127.0.0.1:{port}/api", max_retries=1)
+    with orgdeck, pytest.raises(ConnectionFailed, match="Could not reach"):
+        orgdeck.health()
