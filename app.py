@@ -79,6 +79,19 @@ navigation = st.navigation(
     {
         "Organization": [
             st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+            st.Page("pages/environments.py", title="Environments", icon=":material/dns:"),
+            st.Page("pages/tools.py", title="Tools", icon=":material/build:"),
+        ],
+        "Agents": [
+            st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
+            st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
+        ],
+        "Prompts": [
+            st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),
+        ],
+        "Governance": [
+            st.Page("pages/governance.py", title="Policies", icon=":material/policy:"),
+            st.Page("pages/providers.py", title="LLM providers", icon=":material/smart_toy:"),
         ],
         "Settings": [
             st.Page("pages/api_keys.py", title="API keys", icon=":material/key:"),

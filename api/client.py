@@ -10,9 +10,16 @@ from typing import Any
 import httpx
 
 from api import constants
+from api.agents import AgentsResource
 from api.api_keys import ApiKeysResource
+from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
+from api.fleets import FleetsResource
+from api.governance import PoliciesResource
+from api.providers import ProvidersResource
+from api.registries import RegistriesResource
 from api.system import Caller, Health
+from api.tools import ToolDeploymentsResource, ToolsResource
 
 
 class OrgdeckClient:
@@ -42,6 +49,14 @@ class OrgdeckClient:
             headers={"User-Agent": constants.USER_AGENT},
         )
         self.api_keys = ApiKeysResource(self)
+        self.agents = AgentsResource(self)
+        self.fleets = FleetsResource(self)
+        self.registries = RegistriesResource(self)
+        self.environments = EnvironmentsResource(self)
+        self.tools = ToolsResource(self)
+        self.tool_deployments = ToolDeploymentsResource(self)
+        self.providers = ProvidersResource(self)
+        self.policies = PoliciesResource(self)
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
-from typing import Annotated, Generic, TypeVar
+from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
 from pydantic.alias_generators import to_camel
 
 
@@ -24,6 +25,36 @@ OrgSlug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, m
 # A human-readable name: any printable text, trimmed, not empty.
 Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 Description = Annotated[str, StringConstraints(max_length=2000)]
+
+# Paging of every bounded list: `limit` 1..1000 (default 50), `offset` from 0.
+MAX_PAGE_SIZE = 1000
+DEFAULT_PAGE_SIZE = 50
+PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Items per page (1..1000).")]
+PageOffset = Annotated[int, Field(ge=0, description="Items to skip before the page starts.")]
+
+# Free-form JSON objects (configurations, schemas) are bounded by their compact JSON size.
+JSON_OBJECT_MAX_BYTES = 64 * 1024
+
+
+def _within_json_size(value: dict[str, Any]) -> dict[str, Any]:
+    size = len(json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode())
+    if size > JSON_OBJECT_MAX_BYTES:
+        raise ValueError(f"must be at most {JSON_OBJECT_MAX_BYTES} bytes as compact JSON (got {size})")
+    return value
+
+
+JsonObject = Annotated[dict[str, Any], AfterValidator(_within_json_size)]
+
+
+def _refuse_null(value: Any) -> Any:
+    if value is None:
+        raise ValueError("cannot be null; leave the field out to keep its value")
+    return value
+
+
+PatchedValue = TypeVar("PatchedValue")
+# A field of a PATCH body: left out, it keeps its value; sent as null, it is refused (ambiguous).
+Patch = Annotated[PatchedValue | None, AfterValidator(_refuse_null)]
 
 
 class Request(BaseModel):

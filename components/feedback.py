@@ -36,3 +36,19 @@ def load(action: str, call: Callable[[], T]) -> T:
         show_error(error, action)
         st.stop()
         raise  # st.stop() raises; this keeps type checkers honest
+
+
+_NOTICE_KEY = "orgdeck_notice"
+
+
+def notify(message: str) -> None:
+    """Rerun the page and say what happened once it has redrawn with the change."""
+    st.session_state[_NOTICE_KEY] = message
+    st.rerun()
+
+
+def show_notice() -> None:
+    """The message left by `notify` on the previous run, shown once."""
+    message = st.session_state.pop(_NOTICE_KEY, None)
+    if message:
+        st.success(message, icon=":material/check_circle:")

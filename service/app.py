@@ -6,6 +6,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
@@ -17,7 +18,7 @@ from service.db import Database
 from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
-from service.routes import api_router
+from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
 
 UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
@@ -25,7 +26,11 @@ UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    db = Database(settings.resolved_database_url, pool_size=settings.db_pool_size)
+    # The engine holds pool_size connections plus as many again in overflow. Requests take at most
+    # pool_size of them (service.deps), which leaves the overflow for work that holds a connection
+    # only inside one thread (the after-response key touch, the health ping): at most `threads`.
+    pool_size = max(settings.db_pool_size, settings.threads)
+    db = Database(settings.resolved_database_url, pool_size=pool_size)
 
     @asynccontextmanager
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
@@ -44,9 +49,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = db
+    app.state.session_slots = anyio.Semaphore(pool_size)
     app.state.health = HealthCheck(db)
     install_error_handlers(app)
-    app.include_router(api_router)
+    for router in API_ROUTERS:
+        app.include_router(router, prefix=API_PREFIX)
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

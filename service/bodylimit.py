@@ -22,9 +22,15 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length")
-        if declared and declared.isdigit() and int(declared) > self.max_bytes:
-            await send_error(send, 413, self.message, "payload_too_large")
+        headers = Headers(scope=scope)
+        declared = headers.get("content-length", "0")
+        if "transfer-encoding" not in headers and declared.isdigit():
+            # The server reads no more than a declared length (none declared: no body), so only
+            # the length needs checking; only a chunked body has to be counted as it arrives.
+            if int(declared) > self.max_bytes:
+                await send_error(send, 413, self.message, "payload_too_large")
+            else:
+                await self.app(scope, receive, send)
             return
         received = 0
         exceeded = refused = False

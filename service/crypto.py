@@ -11,10 +11,14 @@ import os
 from functools import cached_property
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
+from sqlalchemy import select, update
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from service.settings import Settings
 
 GENERATED_KEY_FILE = "encryption.key"
+# Rows re-encrypted per round trip by `reencrypt_column`.
+REENCRYPT_BATCH = 500
 
 
 class DecryptionFailed(Exception):
@@ -63,3 +67,33 @@ def _generated_key(settings: Settings) -> str:
         with os.fdopen(descriptor, "w") as handle:
             handle.write(Fernet.generate_key().decode() + "\n")
     return path.read_text().strip()
+
+
+def reencrypt_column(session: Session, *, cipher: Cipher, column: InstrumentedAttribute[str]) -> int:
+    """Re-encrypt every value of an encrypted column under the cipher's first key; return how many.
+
+    Each row is rewritten only if it still holds the ciphertext that was read, so a value written
+    concurrently is never replaced by the older one read before it. Empty (NULL) values are skipped.
+    """
+    table = column.class_
+    primary_key = table.id
+    rewritten = 0
+    last_id = ""
+    while True:
+        batch = session.execute(
+            select(primary_key, column)
+            .where(primary_key > last_id, column.is_not(None))
+            .order_by(primary_key)
+            .limit(REENCRYPT_BATCH)
+        ).all()
+        if not batch:
+            return rewritten
+        for row_id, token in batch:
+            result = session.execute(
+                update(table)
+                .where(primary_key == row_id, column == token)
+                .values({column.key: cipher.rotate(token)})
+                .execution_options(synchronize_session=False)
+            )
+            rewritten += result.rowcount
+        last_id = batch[-1][0]

@@ -9,6 +9,7 @@ from typing import Any
 
 from sqlalchemy import DateTime, MetaData, create_engine, event, text
 from sqlalchemy.engine import Engine
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -49,6 +50,20 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 def utcnow() -> datetime:
     return datetime.now(UTC)
+
+
+def insert_unless_taken(session: Session, record: Base) -> bool:
+    """Insert `record` in a savepoint; False when a unique constraint refuses it.
+
+    Checking first and inserting after leaves a window in which a concurrent request can take the
+    same name; the constraint is the real arbiter, and the savepoint keeps the transaction usable.
+    """
+    try:
+        with session.begin_nested():
+            session.add(record)
+    except IntegrityError:
+        return False
+    return True
 
 
 def make_engine(url: str, *, pool_size: int = 8) -> Engine:

@@ -7,6 +7,11 @@ checks what exists first, so running it again changes nothing. Each area adds it
 from __future__ import annotations
 
 from api import OrgdeckClient
+from service.agents.demo import seed_agents
+from service.environments.demo import seed_environments
+from service.governance.demo import seed_governance
+from service.registries.demo import seed_registries
+from service.tools.demo import seed_tools
 
 DEMO_KEY_NAMES = ("ci-pipeline", "grafana-exporter")
 
@@ -18,7 +23,8 @@ def seed_api_keys(client: OrgdeckClient) -> None:
             client.api_keys.create(name)
 
 
-STEPS = (seed_api_keys,)
+# Environments and tools come before any agents step: agents and deployments refer to them.
+STEPS = (seed_api_keys, seed_environments, seed_tools, seed_governance, seed_registries, seed_agents)
 
 
 def seed(client: OrgdeckClient) -> None:

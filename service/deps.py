@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import BackgroundTasks, Depends, Query, Request
+from fastapi.concurrency import contextmanager_in_threadpool
 from sqlalchemy.orm import Session
 
-from api.common import OrgSlug
+from api.common import MAX_PAGE_SIZE, OrgSlug
 from service.api_keys.service import needs_last_used_update, resolve_key, touch_key
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
@@ -26,11 +27,16 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-def _session(request: Request) -> Iterator[Session]:
+async def _session(request: Request) -> AsyncIterator[Session]:
+    # A request keeps its connection while it waits for a thread between its blocking steps. If
+    # more requests held connections than the pool has, every thread could end up waiting for a
+    # connection held by a request waiting for a thread, until the pool timed out. So a request
+    # waits for a slot here, holding neither, and only a request with a slot can take a connection.
     # scope="function" below: the commit finishes before the response is sent, so a failed
     # commit is an error answer, never a 200.
-    with _database(request).session(write=request.method not in READ_METHODS) as session:
-        yield session
+    session = _database(request).session(write=request.method not in READ_METHODS)
+    async with request.app.state.session_slots, contextmanager_in_threadpool(session) as opened:
+        yield opened
 
 
 DbSession = Annotated[Session, Depends(_session, scope="function")]
@@ -41,6 +47,16 @@ def _caller(request: Request, session: DbSession, background: BackgroundTasks) -
     key = presented_key(request.headers)
     if key is None:
         raise Unauthorized(MISSING_KEY_MESSAGE)
+    return _caller_with_key(request, session, background, key)
+
+
+def _optional_caller(request: Request, session: DbSession, background: BackgroundTasks) -> Caller | None:
+    """The caller when a key is presented (an invalid one is still 401), else None: for public reads."""
+    key = presented_key(request.headers)
+    return None if key is None else _caller_with_key(request, session, background, key)
+
+
+def _caller_with_key(request: Request, session: Session, background: BackgroundTasks, key: str) -> Caller:
     record = resolve_key(session, key)
     if needs_last_used_update(record):
         # After the response, in a transaction of its own: never holds up or deadlocks the request's.
@@ -60,5 +76,8 @@ def _touch(db: Database, key_id: str) -> None:
 
 
 CurrentCaller = Annotated[Caller, Depends(_caller)]
+OptionalCaller = Annotated[Caller | None, Depends(_optional_caller)]
 
 OrgSlugQuery = Annotated[OrgSlug, Query(alias="orgSlug", description="The organization the request acts on.")]
+LimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page (1..1000).")]
+OffsetQuery = Annotated[int, Query(ge=0, description="Items to skip before the page starts.")]

@@ -33,6 +33,9 @@ class Embedded:
 
 def start(settings: Settings) -> Embedded:
     """Migrate, make sure the demo org and its key exist, serve, and seed demo data once."""
+    if not settings.outbound_allow_private:
+        # The demo runs on a laptop next to local model servers and receivers: let it reach them.
+        settings = settings.model_copy(update={"outbound_allow_private": ["*"]})
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     upgrade(db)

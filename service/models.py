@@ -1,8 +1,40 @@
 """Every table of the service, imported in one place so that migrations and tests see them all."""
 
+from service.agents.models import Agent, AgentTag, AgentVersion
 from service.api_keys.models import ApiKey
 from service.db import Base
-from service.environments.models import Environment
+from service.environments.models import Environment, Secret
+from service.fleets.models import Fleet, FleetEnvironment
+from service.governance.models import Policy, PolicyVersion
 from service.orgs.models import Organization
+from service.providers.models import ProviderConnection
+from service.registries.models import (
+    Registry,
+    RegistryArtifact,
+    RegistryArtifactLabel,
+    RegistryArtifactVersion,
+)
+from service.tools.models import Tool, ToolDeploymentHistory, ToolDeploymentRecord
 
-__all__ = ["ApiKey", "Base", "Environment", "Organization"]
+__all__ = [
+    "Agent",
+    "AgentTag",
+    "AgentVersion",
+    "ApiKey",
+    "Base",
+    "Environment",
+    "Fleet",
+    "FleetEnvironment",
+    "Organization",
+    "Policy",
+    "PolicyVersion",
+    "ProviderConnection",
+    "Registry",
+    "RegistryArtifact",
+    "RegistryArtifactLabel",
+    "RegistryArtifactVersion",
+    "Secret",
+    "Tool",
+    "ToolDeploymentHistory",
+    "ToolDeploymentRecord",
+]

@@ -3,26 +3,44 @@
 from __future__ import annotations
 
 from fastapi import APIRouter, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from api.system import Caller, Health
 from service import __version__
+from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
 from service.deps import CurrentCaller
+from service.environments.routes import router as environments_router
+from service.fleets.routes import router as fleets_router
+from service.governance.routes import router as governance_router
+from service.providers.routes import router as providers_router
+from service.registries.routes import router as registries_router
+from service.tools.routes import deployments_router as tool_deployments_router
+from service.tools.routes import router as tools_router
 
 system_router = APIRouter(tags=["Service"])
 
 
-@system_router.get("/health", response_model=Health)
-async def health(request: Request) -> JSONResponse:
-    """Liveness and database reachability. Needs no key and is never rate limited."""
-    reachable = await request.app.state.health.database_reachable()
-    body = Health(
+# Health is polled by every load balancer and monitor: its two possible answers are rendered once.
+_HEALTH_BODIES = {
+    reachable: Health(
         status="ok" if reachable else "degraded",
         database="ok" if reachable else "unreachable",
         version=__version__,
     )
-    return JSONResponse(body.model_dump(mode="json", by_alias=True), status_code=200 if reachable else 503)
+    .model_dump_json(by_alias=True)
+    .encode()
+    for reachable in (True, False)
+}
+
+
+@system_router.get("/health", response_model=Health)
+async def health(request: Request) -> Response:
+    """Liveness and database reachability. Needs no key and is never rate limited."""
+    reachable = await request.app.state.health.database_reachable()
+    return Response(
+        _HEALTH_BODIES[reachable], status_code=200 if reachable else 503, media_type="application/json"
+    )
 
 
 @system_router.get("/whoami", response_model=Caller)
@@ -33,6 +51,19 @@ def whoami(caller: CurrentCaller) -> Caller:
     )
 
 
-api_router = APIRouter(prefix="/api")
-for router in (system_router, api_keys_router):
-    api_router.include_router(router)
+API_PREFIX = "/api"
+# The app includes each router itself, under API_PREFIX (service.app): a router nested in another
+# would cost every request a walk through both.
+# tool_deployments_router (/agents/tool-…) must stay before any router with /agents/{stableKey}.
+API_ROUTERS = (
+    system_router,
+    api_keys_router,
+    registries_router,
+    environments_router,
+    tools_router,
+    tool_deployments_router,
+    providers_router,
+    governance_router,
+    agents_router,
+    fleets_router,
+)

@@ -30,11 +30,20 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Hosts or CIDRs on private networks that outbound calls may reach; `*` allows all.",
     )
+    system_models: CommaList = Field(
+        default_factory=list,
+        description="Models the operator offers every organization for drafting, comma-separated "
+        "`key=kind:model` or `key=kind:model@baseUrl` (kind: openai, anthropic, azure_openai, "
+        "openai_compatible); each one's API key is read from ORGDECK_SYSTEM_MODEL_<KEY>_API_KEY.",
+    )
+    provider_timeout_seconds: float = Field(
+        30.0, gt=0, le=600, description="How long a call to a language-model provider may take."
+    )
     log_level: str = "info"
     threads: int = Field(8, ge=1, le=200, description="Worker threads for blocking request handlers.")
     db_pool_size: int = Field(8, ge=1)
 
-    @field_validator("encryption_keys", "outbound_allow_private", mode="before")
+    @field_validator("encryption_keys", "outbound_allow_private", "system_models", mode="before")
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+import time
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -69,8 +71,15 @@ class Org:
 
 @pytest.fixture(scope="session")
 def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with scratch_database(tmp_path_factory.mktemp("database")) as url:
+        yield url
+
+
+@contextmanager
+def scratch_database(folder: Path) -> Iterator[str]:
+    """An empty database of its own: a SQLite file in `folder`, or a PostgreSQL database dropped after."""
     if not POSTGRES_URL:
-        yield f"sqlite:///{tmp_path_factory.mktemp('database') / 'orgdeck.db'}"
+        yield f"sqlite:///{folder / 'orgdeck.db'}"
         return
     name = f"orgdeck_test_{uuid.uuid4().hex[:12]}"
     admin_url = Settings(database_url=POSTGRES_URL).resolved_database_url
@@ -81,10 +90,12 @@ def database_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     except OperationalError as exc:
         admin.dispose()
         require("PostgreSQL", str(exc).splitlines()[0])
-    yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
-    with admin.connect() as connection:
-        connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-    admin.dispose()
+    try:
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
 
 
 @pytest.fixture(scope="session")
@@ -160,6 +171,21 @@ def raw_database_contains(database_url: str, needle: str) -> bool:
     dump = subprocess.run(command, capture_output=True, check=False, timeout=120).stdout
     assert dump, f"nothing read from {database_url}"
     return needle.encode() in dump
+
+
+def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
+    """Wait for a process we started to answer 200 at `url`; fail early if it exits."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"{process.args!r} exited with {process.returncode}")
+        try:
+            if httpx.get(url).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not come up in {timeout} s")
 
 
 def count_rows(db: Database, table: str) -> int:

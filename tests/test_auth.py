@@ -20,6 +20,48 @@ ROUTES: list[tuple[str, str, dict[str, str], dict[str, Any] | None]] = [
     ("GET", "api-keys", {"orgSlug": "{org}"}, None),
     ("POST", "api-keys", {}, {"orgSlug": "{org}", "name": "matrix"}),
     ("DELETE", "api-keys/key_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("GET", "registries", {"orgSlug": "{org}"}, None),
+    ("POST", "registries", {}, {"orgSlug": "{org}", "name": "matrix"}),
+    ("POST", "environments", {}, {"orgSlug": "{org}", "name": "matrix"}),
+    ("POST", "environments/list", {}, {"orgSlug": "{org}"}),
+    ("GET", "environments/env_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("PATCH", "environments/env_doesnotexist", {}, {"orgSlug": "{org}", "description": "x"}),
+    ("DELETE", "environments/env_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "environments/secrets", {}, {"orgSlug": "{org}", "name": "MATRIX", "value": "v"}),
+    ("GET", "environments/secrets", {"orgSlug": "{org}"}, None),
+    ("DELETE", "environments/secrets/sec_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "tools", {}, {"orgSlug": "{org}", "name": "Matrix", "toolKey": "matrix"}),
+    ("GET", "tools", {"orgSlug": "{org}"}, None),
+    ("GET", "tools/tool_doesnotexist", {}, None),
+    ("PATCH", "tools/tool_doesnotexist", {}, {"name": "x"}),
+    ("DELETE", "tools/tool_doesnotexist", {}, None),
+    ("GET", "agents/tool-deployment-records", {"orgSlug": "{org}"}, None),
+    ("POST", "providers", {}, {"orgSlug": "{org}", "name": "M", "kind": "openai", "apiKey": "sk-m"}),
+    ("GET", "providers", {"orgSlug": "{org}"}, None),
+    ("GET", "providers/system", {}, None),
+    ("GET", "providers/prov_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("PATCH", "providers/prov_doesnotexist", {}, {"orgSlug": "{org}", "name": "x"}),
+    ("DELETE", "providers/prov_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "providers/prov_doesnotexist/test", {}, {"orgSlug": "{org}"}),
+    ("POST", "governance/policies/generate-prompt", {}, {"orgSlug": "{org}", "instructions": "No secrets."}),
+    ("POST", "governance/policies", {}, {"orgSlug": "{org}", "name": "Matrix", "ruleText": "1. MUST work."}),
+    ("GET", "governance/policies", {"orgSlug": "{org}"}, None),
+    ("GET", "governance/policies/pol_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("PATCH", "governance/policies/pol_doesnotexist", {}, {"orgSlug": "{org}", "ruleText": "x"}),
+    ("DELETE", "governance/policies/pol_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "agents", {}, {"orgSlug": "{org}", "stableKey": "matrix", "provider": "openai"}),
+    ("POST", "agents/list", {}, {"orgSlug": "{org}"}),
+    ("GET", "agents/doesnotexist", {"orgSlug": "{org}"}, None),
+    ("PATCH", "agents/doesnotexist", {}, {"orgSlug": "{org}", "name": "x"}),
+    ("DELETE", "agents/doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "agents/doesnotexist/versions", {}, {"orgSlug": "{org}"}),
+    ("GET", "agents/doesnotexist/versions", {"orgSlug": "{org}"}, None),
+    ("GET", "agents/doesnotexist/versions/1", {"orgSlug": "{org}"}, None),
+    ("POST", "fleets", {}, {"orgSlug": "{org}", "name": "Matrix"}),
+    ("GET", "fleets", {"orgSlug": "{org}"}, None),
+    ("GET", "fleets/fleet_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("PATCH", "fleets/fleet_doesnotexist", {}, {"orgSlug": "{org}", "name": "x"}),
+    ("DELETE", "fleets/fleet_doesnotexist", {"orgSlug": "{org}"}, None),
 ]
 ROUTE_IDS = [f"{method} {path}" for method, path, _, _ in ROUTES]
 
@@ -84,8 +126,8 @@ def test_other_orgs_key_gets_403(http, org, other_org, route):
 def test_valid_key_is_accepted_in_either_header(http, org, route, header):
     headers = {"X-API-Key": org.key} if header == "x-api-key" else {"Authorization": f"Bearer {org.key}"}
     response = call(http, route, org.slug, headers)
-    # The DELETE names a key that does not exist: authenticated, then not found.
-    expected = 404 if route[0] == "DELETE" else 200
+    # Routes naming a resource that does not exist: authenticated, then not found.
+    expected = 404 if "doesnotexist" in route[1] else 200
     assert response.status_code == expected, response.text
 
 

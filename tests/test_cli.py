@@ -7,12 +7,11 @@ import os
 import socket
 import subprocess
 import sys
-import time
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT
+from tests.conftest import ROOT, wait_until_up
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -74,7 +73,7 @@ def test_serve_answers_the_first_run_story(cli_env):
     )
     base = f"http://127.0.0.1:{port}/api"
     try:
-        _wait_for(base + "/health")
+        wait_until_up(base + "/health", process)
         query = {"orgSlug": "cli-serve-acme"}
         assert (
             httpx.get(base + "/api-keys", params=query, headers={"X-API-Key": acme["apiKey"]}).status_code
@@ -92,15 +91,3 @@ def test_serve_answers_the_first_run_story(cli_env):
     finally:
         process.terminate()
         process.wait(timeout=20)
-
-
-def _wait_for(url: str, timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            if httpx.get(url).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up")

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import ForeignKey, String, UniqueConstraint
-from sqlalchemy.orm import Mapped, mapped_column
+from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, select, text
+from sqlalchemy.orm import Mapped, column_property, mapped_column
 
 from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
@@ -13,13 +13,60 @@ class Environment(Base):
     """A deployment target of an organization: `builtin` (recorded here) or `webhook` (POSTed to)."""
 
     __tablename__ = "environments"
-    __table_args__ = (UniqueConstraint("org_id", "name", name="uq_environments_org_id_name"),)
+    __table_args__ = (
+        UniqueConstraint("org_id", "name", name="uq_environments_org_id_name"),
+        Index("ix_environments_org_id_target", "org_id", "target"),
+    )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("env"))
-    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(100))
     description: Mapped[str] = mapped_column(String(2000), default="")
     target: Mapped[str] = mapped_column(String(20), default="builtin")
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+ORG_WIDE = text("environment_id IS NULL")
+
+
+class Secret(Base):
+    """A named secret of an organization, org-wide or scoped to one environment, stored encrypted.
+
+    One row per name and scope: writing the name again replaces the ciphertext and bumps `version`,
+    so a rotated-out value is gone rather than kept around.
+    """
+
+    __tablename__ = "secrets"
+    __table_args__ = (
+        # Environment-scoped names are unique per environment; org-wide ones (NULL environment,
+        # which a plain unique constraint treats as distinct) per organization.
+        UniqueConstraint("environment_id", "name", name="uq_secrets_environment_id_name"),
+        Index(
+            "uq_secrets_org_wide_name",
+            "org_id",
+            "name",
+            unique=True,
+            sqlite_where=ORG_WIDE,
+            postgresql_where=ORG_WIDE,
+        ),
+        Index("ix_secrets_org_id_environment_id", "org_id", "environment_id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("sec"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    environment_id: Mapped[str | None] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(128))
+    # Fernet token of the value under the first configured key (see service.crypto).
+    ciphertext: Mapped[str] = mapped_column(Text)
+    version: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set by the service on a new value only: re-encryption under a new key is not a change.
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+# Loaded with every environment in the same query: listings show it, and it is one index probe.
+Environment.secret_count = column_property(
+    select(func.count(Secret.id)).where(Secret.environment_id == Environment.id).scalar_subquery()
+)

@@ -11,14 +11,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
-import httpx
 import pytest
 
-from tests.conftest import ROOT, require
+from tests.conftest import ROOT, require, wait_until_up
 
 CHROMIUM = os.environ.get("ORGDECK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -47,26 +45,12 @@ def console_url(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> 
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        _wait_for(url + "/_stcore/health", process)
+        wait_until_up(url + "/_stcore/health", process)
         yield url
     finally:
         process.terminate()
         process.wait(timeout=20)
         log.close()
-
-
-def _wait_for(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"streamlit exited with {process.returncode}")
-        try:
-            if httpx.get(url).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{url} did not come up in {timeout} s")
 
 
 @pytest.fixture(scope="session")
@@ -106,8 +90,21 @@ def open_page(page, console_url: str, path: str, *wait_for: str) -> None:
         page.get_by_text(text).first.wait_for(timeout=60_000)
 
 
-def grid_cells(page) -> list[str]:
-    """The texts of a dataframe's cells (drawn on a canvas; the grid keeps an accessible copy)."""
+def grid_cells(page, timeout_ms: int = 30_000) -> list[str]:
+    """The texts of the page's dataframe cells, once they have stopped changing.
+
+    Dataframes are drawn on a canvas; the grid keeps an accessible copy of its cells in the DOM.
+    Streamlit fills a page in several deltas, so the first cell to appear does not mean the last has.
+    """
     cells = page.locator("[data-testid=stDataFrame] [role=gridcell]")
-    cells.first.wait_for(state="attached", timeout=30_000)
-    return cells.all_text_contents()
+    cells.first.wait_for(state="attached", timeout=timeout_ms)
+    previous: list[str] = []
+    unchanged = 0
+    for _ in range(timeout_ms // 250):
+        current = cells.all_text_contents()
+        unchanged = unchanged + 1 if current == previous else 0
+        if unchanged >= 3:
+            break
+        previous = current
+        page.wait_for_timeout(250)
+    return previous

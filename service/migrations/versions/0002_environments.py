@@ -33,12 +33,12 @@ def upgrade() -> None:
     sa.UniqueConstraint('org_id', 'name', name='uq_environments_org_id_name')
     )
     with op.batch_alter_table('environments', schema=None) as batch_op:
-        batch_op.create_index(batch_op.f('ix_environments_org_id'), ['org_id'], unique=False)
+        batch_op.create_index('ix_environments_org_id_target', ['org_id', 'target'], unique=False)
 
 
 
 def downgrade() -> None:
     with op.batch_alter_table('environments', schema=None) as batch_op:
-        batch_op.drop_index(batch_op.f('ix_environments_org_id'))
+        batch_op.drop_index('ix_environments_org_id_target')
 
     op.drop_table('environments')

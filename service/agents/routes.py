@@ -1,0 +1,136 @@
+from __future__ import annotations
+
+import re
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from starlette.convertors import StringConvertor, register_url_convertor
+
+from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, ListAgents, UpdateAgent
+from api.common import DEFAULT_PAGE_SIZE, OrgScoped, Page
+from service.agents import service
+from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+
+
+class StableKeySegment(StringConvertor):
+    """A path segment that is never one of the fixed words under /agents/ (list, deployments, …).
+
+    So `/agents/{stableKey}` cannot shadow `/agents/deployment-jobs` and the like, whatever order
+    the routers are registered in.
+    """
+
+    regex = "(?!(?:{})(?:/|$))[^/]+".format(
+        "|".join(re.escape(word) for word in sorted(RESERVED_STABLE_KEYS))
+    )
+
+
+register_url_convertor("stable_key", StableKeySegment())
+
+router = APIRouter(prefix="/agents", tags=["Agents"])
+AGENT = "/{stableKey:stable_key}"
+StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's stableKey.")]
+
+
+@router.post("", response_model=Agent)
+def create_agent(body: CreateAgent, caller: CurrentCaller, session: DbSession) -> Agent:
+    """Create an agent with a draft and no versions. The stableKey is the agent's id for good."""
+    agent = service.create_agent(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        stable_key=body.stable_key,
+        provider=body.provider,
+        name=body.name,
+        tags=body.tags,
+        provider_config=body.provider_config,
+        prompt_references=body.prompt_references,
+        fleet_id=body.fleet_id,
+    )
+    return Agent.model_validate(agent)
+
+
+@router.post("/list", response_model=Page[Agent])
+def list_agents(body: ListAgents, caller: CurrentCaller, session: DbSession) -> Page[Agent]:
+    """Active agents matching every filter given, ordered by stableKey."""
+    agents, total = service.list_agents(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        tags=body.tags,
+        fleet_id=body.fleet_id,
+        provider=body.provider,
+        search=body.search,
+        limit=body.limit,
+        offset=body.offset,
+    )
+    items = [Agent.model_validate(agent) for agent in agents]
+    return Page[Agent](items=items, limit=body.limit, offset=body.offset, total=total)
+
+
+@router.get(AGENT, response_model=Agent)
+def get_agent(
+    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Agent:
+    agent = service.get_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
+    return Agent.model_validate(agent)
+
+
+@router.patch(AGENT, response_model=Agent)
+def update_agent(
+    stable_key: StableKeyPath, body: UpdateAgent, caller: CurrentCaller, session: DbSession
+) -> Agent:
+    """Configure the draft: only the fields sent change; `fleetId: null` takes the agent out of its fleet."""
+    agent = service.update_agent(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        stable_key=stable_key,
+        changes=body.model_dump(exclude_unset=True, exclude={"org_slug"}, by_alias=False),
+    )
+    return Agent.model_validate(agent)
+
+
+@router.delete(AGENT, response_model=Agent)
+def archive_agent(
+    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Agent:
+    """Archive the agent and its versions: they vanish from reads, and the stableKey stays taken."""
+    agent = service.archive_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
+    return Agent.model_validate(agent)
+
+
+@router.post(AGENT + "/versions", response_model=AgentVersion)
+def create_version(
+    stable_key: StableKeyPath, body: OrgScoped, caller: CurrentCaller, session: DbSession
+) -> AgentVersion:
+    """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""
+    version = service.snapshot_agent(session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key)
+    return AgentVersion.model_validate(version)
+
+
+@router.get(AGENT + "/versions", response_model=Page[AgentVersion])
+def list_versions(
+    stable_key: StableKeyPath,
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[AgentVersion]:
+    """The agent's versions, newest first."""
+    versions, total = service.list_versions(
+        session, org_id=caller.org_id_for(org_slug), stable_key=stable_key, limit=limit, offset=offset
+    )
+    items = [AgentVersion.model_validate(version) for version in versions]
+    return Page[AgentVersion](items=items, limit=limit, offset=offset, total=total)
+
+
+@router.get(AGENT + "/versions/{version}", response_model=AgentVersion)
+def get_version(
+    stable_key: StableKeyPath,
+    version: Annotated[int, Path(ge=1, description="The version number, from 1.")],
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+) -> AgentVersion:
+    found = service.get_version(
+        session, org_id=caller.org_id_for(org_slug), stable_key=stable_key, number=version
+    )
+    return AgentVersion.model_validate(found)

@@ -1,0 +1,130 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from api.common import DEFAULT_PAGE_SIZE, Page
+from api.environments import (
+    CreateEnvironment,
+    Environment,
+    ListEnvironments,
+    Secret,
+    SetSecret,
+    UpdateEnvironment,
+)
+from service.crypto import cipher_for
+from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.environments import service
+
+router = APIRouter(prefix="/environments", tags=["Environments and secrets"])
+
+# The fixed paths (/secrets, /list) are declared before /{environment_id} so that it never captures them.
+
+
+@router.post("/secrets", response_model=Secret)
+def set_secret(body: SetSecret, caller: CurrentCaller, session: DbSession, settings: AppSettings) -> Secret:
+    """Store a secret, encrypted; writing an existing name in the same scope rotates it (new version).
+
+    The value is never returned, here or anywhere else.
+    """
+    secret = service.set_secret(
+        session,
+        cipher=cipher_for(settings),
+        org_id=caller.org_id_for(body.org_slug),
+        name=body.name,
+        value=body.value,
+        environment_id=body.environment_id,
+    )
+    return Secret.model_validate(secret)
+
+
+@router.get("/secrets", response_model=Page[Secret])
+def list_secrets(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    environment_id: str | None = Query(None, alias="environmentId", description="Only this environment's."),
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[Secret]:
+    """Names, scopes, versions and dates of the organization's secrets; never values."""
+    secrets, total = service.list_secrets(
+        session, org_id=caller.org_id_for(org_slug), environment_id=environment_id, limit=limit, offset=offset
+    )
+    return Page[Secret](
+        items=[Secret.model_validate(s) for s in secrets], limit=limit, offset=offset, total=total
+    )
+
+
+@router.delete("/secrets/{secret_id}", response_model=Secret)
+def delete_secret(
+    secret_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Secret:
+    secret = service.delete_secret(session, org_id=caller.org_id_for(org_slug), secret_id=secret_id)
+    return Secret.model_validate(secret)
+
+
+@router.post("", response_model=Environment)
+def create_environment(body: CreateEnvironment, caller: CurrentCaller, session: DbSession) -> Environment:
+    environment = service.create_environment(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        name=body.name,
+        description=body.description,
+        target=body.target,
+        webhook_url=body.webhook_url,
+    )
+    return Environment.model_validate(environment)
+
+
+@router.post("/list", response_model=Page[Environment])
+def list_environments(body: ListEnvironments, caller: CurrentCaller, session: DbSession) -> Page[Environment]:
+    """The organization's environments by name, each with its secret count."""
+    environments, total = service.list_environments(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        target=body.target,
+        search=body.search,
+        limit=body.limit,
+        offset=body.offset,
+    )
+    return Page[Environment](
+        items=[Environment.model_validate(e) for e in environments],
+        limit=body.limit,
+        offset=body.offset,
+        total=total,
+    )
+
+
+@router.get("/{environment_id}", response_model=Environment)
+def get_environment(
+    environment_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Environment:
+    environment = service.get_environment(
+        session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
+    )
+    return Environment.model_validate(environment)
+
+
+@router.patch("/{environment_id}", response_model=Environment)
+def update_environment(
+    environment_id: str, body: UpdateEnvironment, caller: CurrentCaller, session: DbSession
+) -> Environment:
+    """Change any of name, description, target and webhookUrl."""
+    environment = service.update_environment(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        environment_id=environment_id,
+        changes=body.model_dump(exclude={"org_slug"}, exclude_unset=True, by_alias=False),
+    )
+    return Environment.model_validate(environment)
+
+
+@router.delete("/{environment_id}", response_model=Environment)
+def delete_environment(
+    environment_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Environment:
+    """Delete an environment with its secrets and tool deployment records."""
+    environment = service.delete_environment(
+        session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
+    )
+    return Environment.model_validate(environment)

@@ -1,0 +1,192 @@
+"""Environments (deployment targets) and their secrets, encrypted at rest.
+
+A secret's value goes into the cipher on the way in and comes out only through
+`decrypt_secret_values`, for outbound requests; nothing here returns, logs or quotes it otherwise.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from sqlalchemy import func, or_, select
+from sqlalchemy.orm import Session
+
+from service.crypto import Cipher, reencrypt_column
+from service.db import insert_unless_taken, utcnow
+from service.environments.models import Environment, Secret
+from service.errors import AlreadyExists, InvalidInput, NotFound
+
+
+def create_environment(
+    session: Session,
+    *,
+    org_id: str,
+    name: str,
+    description: str,
+    target: str,
+    webhook_url: str | None,
+) -> Environment:
+    _check_target(target, webhook_url)
+    environment = Environment(
+        org_id=org_id, name=name, description=description, target=target, webhook_url=webhook_url
+    )
+    if not insert_unless_taken(session, environment):
+        raise _name_taken(name)
+    return environment
+
+
+def list_environments(
+    session: Session, *, org_id: str, target: str | None, search: str | None, limit: int, offset: int
+) -> tuple[list[Environment], int]:
+    """One page of the organization's environments by name, and how many match in all."""
+    query = select(Environment).where(Environment.org_id == org_id)
+    if target:
+        query = query.where(Environment.target == target)
+    if search:
+        term = search.lower()
+        query = query.where(
+            or_(
+                func.lower(Environment.name).contains(term, autoescape=True),
+                func.lower(Environment.description).contains(term, autoescape=True),
+            )
+        )
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    page = session.scalars(query.order_by(Environment.name).limit(limit).offset(offset))
+    return list(page), total
+
+
+def get_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+    environment = session.scalar(
+        select(Environment).where(Environment.id == environment_id, Environment.org_id == org_id)
+    )
+    if environment is None:
+        raise NotFound(f"No environment '{environment_id}' in this organization", field="environmentId")
+    return environment
+
+
+def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Environment | None:
+    return session.scalar(select(Environment).where(Environment.org_id == org_id, Environment.name == name))
+
+
+def update_environment(
+    session: Session, *, org_id: str, environment_id: str, changes: dict[str, Any]
+) -> Environment:
+    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use."""
+    environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    target = changes.get("target", environment.target)
+    if target == "builtin" and "webhook_url" not in changes:
+        changes = {**changes, "webhook_url": None}
+    _check_target(target, changes.get("webhook_url", environment.webhook_url))
+    new_name = changes.get("name", environment.name)
+    if new_name != environment.name and find_environment_by_name(session, org_id=org_id, name=new_name):
+        raise _name_taken(new_name)
+    for field, value in changes.items():
+        setattr(environment, field, value)
+    session.flush()
+    return environment
+
+
+def delete_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+    """Delete an environment; its secrets and tool deployment records go with it (foreign keys)."""
+    environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    session.delete(environment)
+    session.flush()
+    return environment
+
+
+def set_secret(
+    session: Session, *, cipher: Cipher, org_id: str, name: str, value: str, environment_id: str | None
+) -> Secret:
+    """Store a secret, or give an existing one (same name and scope) a new value and version."""
+    if environment_id is not None and not _environment_exists(
+        session, org_id=org_id, environment_id=environment_id
+    ):
+        raise InvalidInput(f"No environment '{environment_id}' in this organization", field="environmentId")
+    ciphertext = cipher.encrypt(value)
+    existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
+    if existing is None:
+        created = Secret(org_id=org_id, environment_id=environment_id, name=name, ciphertext=ciphertext)
+        if insert_unless_taken(session, created):
+            return created
+        # A concurrent request stored the first version meanwhile: this one becomes the next.
+        existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
+        assert existing is not None
+    existing.ciphertext = ciphertext
+    existing.version += 1
+    existing.updated_at = utcnow()
+    session.flush()
+    return existing
+
+
+def list_secrets(
+    session: Session, *, org_id: str, environment_id: str | None, limit: int, offset: int
+) -> tuple[list[Secret], int]:
+    """Org-wide secrets first, then each environment's, by name; filtered to one environment if given."""
+    query = select(Secret).where(Secret.org_id == org_id)
+    if environment_id is not None:
+        query = query.where(Secret.environment_id == environment_id)
+    total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
+    ordered = query.order_by(Secret.environment_id.is_not(None), Secret.environment_id, Secret.name)
+    return list(session.scalars(ordered.limit(limit).offset(offset))), total
+
+
+def delete_secret(session: Session, *, org_id: str, secret_id: str) -> Secret:
+    secret = session.scalar(select(Secret).where(Secret.id == secret_id, Secret.org_id == org_id))
+    if secret is None:
+        raise NotFound(f"No secret '{secret_id}' in this organization", field="secretId")
+    session.delete(secret)
+    session.flush()
+    return secret
+
+
+def decrypt_secret_values(
+    session: Session, *, cipher: Cipher, org_id: str, environment_id: str | None, names: Iterable[str]
+) -> dict[str, str]:
+    """The plaintext of the named secrets as seen from an environment (its own win over org-wide).
+
+    For building outbound requests only. Names with no secret in either scope are left out, so the
+    caller can tell which are missing.
+    """
+    wanted = set(names)
+    if not wanted:
+        return {}
+    scope = Secret.environment_id.is_(None)
+    if environment_id is not None:
+        scope = or_(scope, Secret.environment_id == environment_id)
+    query = select(Secret).where(Secret.org_id == org_id, Secret.name.in_(wanted), scope)
+    # Org-wide rows first, so that an environment's own value overwrites them below.
+    rows = session.scalars(query.order_by(Secret.environment_id.is_not(None)))
+    return {secret.name: cipher.decrypt(secret.ciphertext) for secret in rows}
+
+
+def rotate_secrets(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt every stored secret of every organization under the first configured key."""
+    return reencrypt_column(session, cipher=cipher, column=Secret.ciphertext)
+
+
+def _find_secret(session: Session, *, org_id: str, name: str, environment_id: str | None) -> Secret | None:
+    scope = (
+        Secret.environment_id.is_(None) if environment_id is None else Secret.environment_id == environment_id
+    )
+    # Locked until the transaction ends, so that concurrent rotations get consecutive versions.
+    query = select(Secret).where(Secret.org_id == org_id, Secret.name == name, scope).with_for_update()
+    return session.scalar(query)
+
+
+def _environment_exists(session: Session, *, org_id: str, environment_id: str) -> bool:
+    query = select(Environment.id).where(Environment.id == environment_id, Environment.org_id == org_id)
+    return session.scalar(query) is not None
+
+
+def _check_target(target: str, webhook_url: str | None) -> None:
+    if target == "webhook" and not webhook_url:
+        raise InvalidInput("webhookUrl is required when the target is 'webhook'", field="webhookUrl")
+    if target == "builtin" and webhook_url:
+        raise InvalidInput(
+            "webhookUrl is only used with target 'webhook'; leave it out for 'builtin'", field="webhookUrl"
+        )
+
+
+def _name_taken(name: str) -> AlreadyExists:
+    return AlreadyExists(f"An environment named '{name}' already exists in this organization", field="name")

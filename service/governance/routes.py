@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+
+from api.common import DEFAULT_PAGE_SIZE, Page
+from api.governance import (
+    Category,
+    CreatePolicy,
+    GeneratePolicyPrompt,
+    Policy,
+    PolicyDraft,
+    PolicyWithVersions,
+    Severity,
+    UpdatePolicy,
+)
+from service.crypto import cipher_for
+from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.governance import service
+
+router = APIRouter(prefix="/governance/policies", tags=["Governance"])
+
+
+@router.post("/generate-prompt", response_model=PolicyDraft)
+def generate_policy_prompt(
+    body: GeneratePolicyPrompt, caller: CurrentCaller, session: DbSession, settings: AppSettings
+) -> PolicyDraft:
+    """Draft rule text from the author's instructions with the chosen model; nothing is saved.
+
+    `providerSource` system uses `systemModelKey` (default: the built-in offline drafter); custom
+    uses the connection `providerId` with `modelId` or its default model. A provider that fails
+    answers 502 (504 on a timeout) with a code saying why, e.g. provider_auth_failed.
+    """
+    target = service.drafting_target(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        request=body,
+        settings=settings,
+        cipher=cipher_for(settings),
+    )
+    # Nothing more to read: end the transaction (on SQLite, the write lock) before waiting on a model.
+    session.commit()
+    return service.draft(target, request=body, settings=settings)
+
+
+@router.post("", response_model=PolicyWithVersions)
+def create_policy(body: CreatePolicy, caller: CurrentCaller, session: DbSession) -> PolicyWithVersions:
+    """Save a policy (typically a reviewed draft) as version 1."""
+    policy = service.create_policy(session, org_id=caller.org_id_for(body.org_slug), request=body)
+    return PolicyWithVersions.model_validate(policy)
+
+
+@router.get("", response_model=Page[Policy])
+def list_policies(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    category: Annotated[Category | None, Query()] = None,
+    severity: Annotated[Severity | None, Query()] = None,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[Policy]:
+    """The organization's policies, newest first, optionally of one category and severity."""
+    policies, total = service.list_policies(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        category=category,
+        severity=severity,
+        limit=limit,
+        offset=offset,
+    )
+    return Page[Policy](
+        items=[Policy.model_validate(p) for p in policies], limit=limit, offset=offset, total=total
+    )
+
+
+@router.get("/{policy_id}", response_model=PolicyWithVersions)
+def get_policy(
+    policy_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> PolicyWithVersions:
+    """A policy with every version of its content, newest first."""
+    policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
+    return PolicyWithVersions.model_validate(policy)
+
+
+@router.patch("/{policy_id}", response_model=PolicyWithVersions)
+def update_policy(
+    policy_id: str, body: UpdatePolicy, caller: CurrentCaller, session: DbSession
+) -> PolicyWithVersions:
+    """Change the fields given; a change of content is a new version and the previous one is kept."""
+    policy = service.update_policy(
+        session, org_id=caller.org_id_for(body.org_slug), policy_id=policy_id, request=body
+    )
+    return PolicyWithVersions.model_validate(policy)
+
+
+@router.delete("/{policy_id}", response_model=Policy)
+def delete_policy(
+    policy_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Policy:
+    """Delete a policy and its versions."""
+    policy = service.delete_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
+    return Policy.model_validate(policy)

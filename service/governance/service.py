@@ -1,0 +1,250 @@
+"""Governance policies: drafting rule text with a model (or the built-in drafter), saving and versioning."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from sqlalchemy import func, select
+from sqlalchemy.orm import Session, selectinload
+
+from api.governance import (
+    BUILTIN_DRAFTER_KEY,
+    CreatePolicy,
+    DraftingModel,
+    GeneratePolicyPrompt,
+    PolicyDraft,
+    TokenUsage,
+    UpdatePolicy,
+)
+from service.crypto import Cipher
+from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.governance.drafting import (
+    DRAFT_MAX_TOKENS,
+    SYSTEM_PROMPT,
+    builtin_draft,
+    drafting_prompt,
+    title_of,
+)
+from service.governance.models import Policy, PolicyVersion
+from service.providers import service as providers
+from service.providers.adapters import Completion, ModelEndpoint, complete
+from service.providers.system_models import BUILTIN_KIND, configured_system_models
+from service.settings import Settings
+
+BUILTIN_NOTICE = (
+    "Drafted by the built-in template drafter: no language model was called. It restates the "
+    "instructions as numbered MUST / MUST NOT statements; choose a system model or one of your "
+    "provider connections for a draft written by a model."
+)
+VERSIONED_FIELDS = ("name", "description", "category", "severity", "rule_text")
+
+
+@dataclass(frozen=True)
+class DraftingTarget:
+    """Who writes a draft: the built-in drafter (no endpoint) or a model behind an endpoint."""
+
+    drafted_with: DraftingModel
+    endpoint: ModelEndpoint | None = None
+    # Operator-configured system models are trusted; organizations' own URLs pass the outbound rule.
+    operator_configured: bool = False
+
+
+def drafting_target(
+    session: Session, *, org_id: str, request: GeneratePolicyPrompt, settings: Settings, cipher: Cipher
+) -> DraftingTarget:
+    """Resolve providerSource, providerId, modelId and systemModelKey into the model to call."""
+    source = request.provider_source or ("custom" if request.provider_id else "system")
+    if source == "custom":
+        return _custom_target(session, org_id=org_id, request=request, cipher=cipher)
+    for field, value in (("providerId", request.provider_id), ("modelId", request.model_id)):
+        if value is not None:
+            raise InvalidInput(f"{field} applies to providerSource custom only", field=field)
+    return _system_target(request.system_model_key or BUILTIN_DRAFTER_KEY, settings)
+
+
+def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> PolicyDraft:
+    """Write the draft. Takes no session: a slow provider holds no database transaction."""
+    started = time.monotonic()
+    usage = None
+    drafted_with = target.drafted_with
+    if target.endpoint is None:
+        text = builtin_draft(request)
+    else:
+        answer = _ask(target, request=request, settings=settings)
+        text = answer.text.strip()
+        # The model the provider says answered: an alias like gpt-4o names a dated snapshot there.
+        drafted_with = drafted_with.model_copy(update={"model": answer.model})
+        if answer.input_tokens is not None or answer.output_tokens is not None:
+            usage = TokenUsage(
+                input_tokens=answer.input_tokens,
+                output_tokens=answer.output_tokens,
+                total_tokens=answer.total_tokens,
+            )
+    return PolicyDraft(
+        name=title_of(text, request),
+        description=request.description,
+        category=request.category,
+        severity=request.severity,
+        rule_text=text,
+        drafted_with=drafted_with,
+        usage=usage,
+        builtin=target.endpoint is None,
+        notice=BUILTIN_NOTICE if target.endpoint is None else None,
+        latency_ms=round((time.monotonic() - started) * 1000),
+    )
+
+
+def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> Policy:
+    _refuse_duplicate_name(session, org_id=org_id, name=request.name)
+    policy = Policy(
+        org_id=org_id,
+        name=request.name,
+        description=request.description,
+        category=request.category,
+        severity=request.severity,
+        rule_text=request.rule_text,
+        drafted_with=request.drafted_with,
+        version=1,
+    )
+    policy.versions.append(_snapshot(policy))
+    session.add(policy)
+    session.flush()
+    return policy
+
+
+def list_policies(
+    session: Session,
+    *,
+    org_id: str,
+    category: str | None,
+    severity: str | None,
+    limit: int,
+    offset: int,
+) -> tuple[list[Policy], int]:
+    """One page of the organization's policies, newest first, and how many match in all."""
+    conditions = [Policy.org_id == org_id]
+    if category is not None:
+        conditions.append(Policy.category == category)
+    if severity is not None:
+        conditions.append(Policy.severity == severity)
+    total = session.scalar(select(func.count()).select_from(Policy).where(*conditions)) or 0
+    query = select(Policy).where(*conditions).order_by(Policy.created_at.desc(), Policy.id.desc())
+    return list(session.scalars(query.limit(limit).offset(offset))), total
+
+
+def get_policy(session: Session, *, org_id: str, policy_id: str) -> Policy:
+    """The organization's policy with its versions; another organization's is not found."""
+    policy = session.scalar(
+        select(Policy)
+        .where(Policy.id == policy_id, Policy.org_id == org_id)
+        .options(selectinload(Policy.versions))
+    )
+    if policy is None:
+        raise NotFound(f"No policy '{policy_id}' in this organization", field="policyId")
+    return policy
+
+
+def update_policy(session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy) -> Policy:
+    """Apply the given fields; a change of content becomes a new version, the old one is kept."""
+    policy = get_policy(session, org_id=org_id, policy_id=policy_id)
+    changes = {
+        field: getattr(request, field)
+        for field in VERSIONED_FIELDS
+        if field in request.model_fields_set and getattr(request, field) != getattr(policy, field)
+    }
+    if not changes:
+        return policy
+    if "name" in changes:
+        _refuse_duplicate_name(session, org_id=org_id, name=changes["name"])
+    for field, value in changes.items():
+        setattr(policy, field, value)
+    policy.version += 1
+    policy.versions.insert(0, _snapshot(policy))
+    session.flush()
+    return policy
+
+
+def delete_policy(session: Session, *, org_id: str, policy_id: str) -> Policy:
+    policy = get_policy(session, org_id=org_id, policy_id=policy_id)
+    session.delete(policy)
+    session.flush()
+    return policy
+
+
+def _custom_target(
+    session: Session, *, org_id: str, request: GeneratePolicyPrompt, cipher: Cipher
+) -> DraftingTarget:
+    if request.provider_id is None:
+        raise InvalidInput(
+            "providerSource custom needs providerId: the id of one of the organization's provider "
+            "connections (GET /providers)",
+            field="providerId",
+        )
+    if request.system_model_key is not None:
+        raise InvalidInput("systemModelKey applies to providerSource system only", field="systemModelKey")
+    endpoint = providers.endpoint_for(
+        session, org_id=org_id, provider_id=request.provider_id, model_id=request.model_id, cipher=cipher
+    )
+    drafted_with = DraftingModel(
+        source="custom",
+        kind=endpoint.kind,
+        name=endpoint.name,
+        model=endpoint.model,
+        provider_id=request.provider_id,
+    )
+    return DraftingTarget(drafted_with=drafted_with, endpoint=endpoint)
+
+
+def _system_target(key: str, settings: Settings) -> DraftingTarget:
+    if key == BUILTIN_DRAFTER_KEY:
+        builtin = DraftingModel(
+            source="system",
+            kind=BUILTIN_KIND,
+            name="Built-in template drafter",
+            model=BUILTIN_DRAFTER_KEY,
+            system_model_key=BUILTIN_DRAFTER_KEY,
+        )
+        return DraftingTarget(drafted_with=builtin)
+    entries = {entry.key: entry for entry in configured_system_models(settings)}
+    entry = entries.get(key)
+    if entry is None:
+        known = ", ".join([BUILTIN_DRAFTER_KEY, *entries])
+        raise InvalidInput(f"No system model '{key}'; the system models are: {known}", field="systemModelKey")
+    if not entry.available:
+        raise InvalidInput(
+            f"System model '{key}' is not available: the operator has not set {entry.api_key_variable}",
+            field="systemModelKey",
+        )
+    drafted_with = DraftingModel(
+        source="system", kind=entry.kind, name=key, model=entry.model, system_model_key=key
+    )
+    return DraftingTarget(drafted_with=drafted_with, endpoint=entry.endpoint(), operator_configured=True)
+
+
+def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> Completion:
+    assert target.endpoint is not None
+    prompt = drafting_prompt(request)
+    if target.operator_configured:
+        return complete(
+            target.endpoint,
+            system=SYSTEM_PROMPT,
+            prompt=prompt,
+            max_tokens=DRAFT_MAX_TOKENS,
+            timeout=settings.provider_timeout_seconds,
+        )
+    return providers.ask(
+        target.endpoint, settings=settings, system=SYSTEM_PROMPT, prompt=prompt, max_tokens=DRAFT_MAX_TOKENS
+    )
+
+
+def _snapshot(policy: Policy) -> PolicyVersion:
+    return PolicyVersion(
+        version=policy.version, **{field: getattr(policy, field) for field in VERSIONED_FIELDS}
+    )
+
+
+def _refuse_duplicate_name(session: Session, *, org_id: str, name: str) -> None:
+    taken = session.scalar(select(Policy.id).where(Policy.org_id == org_id, Policy.name == name))
+    if taken is not None:
+        raise AlreadyExists(f"A policy named '{name}' already exists", field="name")

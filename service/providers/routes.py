@@ -1,0 +1,96 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from api.common import Page
+from api.providers import (
+    CreateProvider,
+    Provider,
+    ProviderTestRequest,
+    ProviderTestResult,
+    SystemModel,
+    UpdateProvider,
+)
+from service.crypto import cipher_for
+from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
+from service.providers import service
+
+router = APIRouter(prefix="/providers", tags=["LLM providers"])
+
+
+@router.post("", response_model=Provider)
+def create_provider(
+    body: CreateProvider, caller: CurrentCaller, session: DbSession, settings: AppSettings
+) -> Provider:
+    """Connect a language-model provider. The API key is stored encrypted and never returned."""
+    record = service.create_provider(
+        session, org_id=caller.org_id_for(body.org_slug), request=body, cipher=cipher_for(settings)
+    )
+    return Provider.model_validate(record)
+
+
+@router.get("", response_model=Page[Provider])
+def list_providers(org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> Page[Provider]:
+    """The organization's provider connections, by name."""
+    records = service.list_providers(session, org_id=caller.org_id_for(org_slug))
+    return Page[Provider](items=[Provider.model_validate(r) for r in records], total=len(records))
+
+
+@router.get("/system", response_model=Page[SystemModel])
+def list_system_models(caller: CurrentCaller, settings: AppSettings) -> Page[SystemModel]:
+    """The drafting models every organization may use: the built-in drafter (the default) and the
+    operator's (ORGDECK_SYSTEM_MODELS)."""
+    models = service.system_models(settings)
+    return Page[SystemModel](items=models, total=len(models))
+
+
+@router.get("/{provider_id}", response_model=Provider)
+def get_provider(
+    provider_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Provider:
+    record = service.get_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
+    return Provider.model_validate(record)
+
+
+@router.patch("/{provider_id}", response_model=Provider)
+def update_provider(
+    provider_id: str, body: UpdateProvider, caller: CurrentCaller, session: DbSession, settings: AppSettings
+) -> Provider:
+    """Change the fields given; `apiKey` replaces the stored key (null removes it)."""
+    record = service.update_provider(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        provider_id=provider_id,
+        request=body,
+        cipher=cipher_for(settings),
+    )
+    return Provider.model_validate(record)
+
+
+@router.delete("/{provider_id}", response_model=Provider)
+def delete_provider(
+    provider_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Provider:
+    record = service.delete_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
+    return Provider.model_validate(record)
+
+
+@router.post("/{provider_id}/test", response_model=ProviderTestResult)
+def test_provider(
+    provider_id: str,
+    body: ProviderTestRequest,
+    caller: CurrentCaller,
+    session: DbSession,
+    settings: AppSettings,
+) -> ProviderTestResult:
+    """Make one real, minimal call. A failure (timeout, refused key, …) is reported in the result."""
+    endpoint = service.endpoint_for(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        provider_id=provider_id,
+        model_id=body.model_id,
+        cipher=cipher_for(settings),
+    )
+    # Nothing more to read: end the transaction (on SQLite, the write lock) before waiting on the provider.
+    session.commit()
+    return service.try_connection(endpoint, settings=settings)

@@ -1,0 +1,1 @@
+"""Prompt registries: immutable artifact versions, movable labels, public read."""

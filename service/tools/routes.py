@@ -1,0 +1,126 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Query
+
+from api.common import DEFAULT_PAGE_SIZE, Page
+from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
+from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.tools import service
+from service.tools.models import ToolDeploymentRecord
+
+router = APIRouter(prefix="/tools", tags=["Tools"])
+# Tool deployment records live under /agents with the other deployment operations. Register this
+# router before the agents' own, so that /agents/{stableKey} never captures these paths.
+deployments_router = APIRouter(prefix="/agents", tags=["Tools"])
+
+
+@router.post("", response_model=Tool)
+def create_tool(body: CreateTool, caller: CurrentCaller, session: DbSession) -> Tool:
+    tool = service.create_tool(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        name=body.name,
+        tool_key=body.tool_key,
+        description=body.description,
+        input_schema=body.input_schema,
+    )
+    return Tool.model_validate(tool)
+
+
+@router.get("", response_model=Page[Tool])
+def list_tools(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[Tool]:
+    """The organization's tools by name."""
+    tools, total = service.list_tools(session, org_id=caller.org_id_for(org_slug), limit=limit, offset=offset)
+    return Page[Tool](items=[Tool.model_validate(t) for t in tools], limit=limit, offset=offset, total=total)
+
+
+@router.get("/{tool_id}", response_model=Tool)
+def get_tool(tool_id: str, caller: CurrentCaller, session: DbSession) -> Tool:
+    """One tool of the key's organization (another organization's tool is 404)."""
+    return Tool.model_validate(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
+
+
+@router.patch("/{tool_id}", response_model=Tool)
+def update_tool(tool_id: str, body: UpdateTool, caller: CurrentCaller, session: DbSession) -> Tool:
+    """Change any of name, description and inputSchema; the toolKey is permanent."""
+    tool = service.update_tool(
+        session,
+        org_id=caller.org_id,
+        tool_id=tool_id,
+        changes=body.model_dump(exclude_unset=True, by_alias=False),
+    )
+    return Tool.model_validate(tool)
+
+
+@router.delete("/{tool_id}", response_model=Tool)
+def delete_tool(tool_id: str, caller: CurrentCaller, session: DbSession) -> Tool:
+    """Delete a tool; the records of its deployments stay."""
+    return Tool.model_validate(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
+
+
+@deployments_router.post("/tool-deployments", response_model=ToolDeployment)
+def record_tool_deployment(
+    body: RecordToolDeployment, caller: CurrentCaller, session: DbSession
+) -> ToolDeployment:
+    """Create or update the record of a tool in an environment (one per toolKey and environment).
+
+    A new version or hash moves the previous deployment into the record's history.
+    """
+    recorded = service.record_tool_deployment(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        tool_key=body.tool_key,
+        environment=body.environment,
+        tool_name=body.tool_name,
+        provider=body.provider,
+        tool_id=body.tool_id,
+        version=body.version,
+        hash=body.hash,
+        tool_provider_config=body.tool_provider_config,
+    )
+    return _deployment(recorded)
+
+
+@deployments_router.get("/tool-deployment-records", response_model=Page[ToolDeployment])
+def list_tool_deployments(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    tool_name: str | None = Query(None, alias="toolName", max_length=200),
+    tool_key: str | None = Query(None, alias="toolKey", max_length=128),
+    environment: str | None = Query(None, description="An environment's name.", max_length=100),
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[ToolDeployment]:
+    """Tool deployment records by toolKey and environment, each with its newest history."""
+    records, total = service.list_tool_deployments(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        tool_name=tool_name,
+        tool_key=tool_key,
+        environment=environment,
+        limit=limit,
+        offset=offset,
+    )
+    return Page[ToolDeployment](
+        items=[_deployment(r) for r in records], limit=limit, offset=offset, total=total
+    )
+
+
+def _deployment(recorded: service.DeploymentWithHistory) -> ToolDeployment:
+    record = recorded.record
+    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRecord.__table__.columns}
+    return ToolDeployment.model_validate(
+        {
+            **columns,
+            "environment": record.environment.name,
+            "history": [PreviousDeployment.model_validate(entry) for entry in recorded.history],
+            "history_count": recorded.history_count,
+        }
+    )

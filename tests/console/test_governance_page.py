@@ -1,0 +1,102 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from api import OrgdeckClient
+from tests.console.conftest import texts
+from tests.fake_llm import REPLY, FakeLLM, running_fake_llm
+
+PAGE = "pages/governance.py"
+INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls."
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[FakeLLM]:
+    with running_fake_llm() as fake:
+        yield fake
+
+
+def org_client(server, org) -> OrgdeckClient:
+    return OrgdeckClient(server.url, org.key, org_slug=org.slug)
+
+
+def click(app, label: str) -> None:
+    next(b for b in app.button if b.label == label).click().run()
+    assert not app.exception, app.exception
+
+
+def test_empty_state(console):
+    app = console(PAGE)
+    assert "No policies yet" in texts(app)
+    assert "The draft appears here" in texts(app)
+    assert app.radio(key="draft_source").value == "system"
+
+
+def test_draft_edit_save_with_the_builtin_drafter(console, server, org):
+    app = console(PAGE)
+    app.text_area(key="draft_instructions").input(INSTRUCTIONS)
+    app.selectbox(key="draft_category").select("compliance")
+    click(app, "Generate draft")
+    draft = app.text_area(key="draft_text").value
+    assert "1. MUST NOT log customer PII." in draft
+    assert "2. MUST use TLS for outbound calls." in draft
+    assert "Drafted by the built-in template drafter: no language model was called" in texts(app)
+    assert app.text_input(key="draft_title").value == "Do not log customer PII"
+
+    edited = draft + "\n\nReviewed by the security team."
+    app.text_area(key="draft_text").input(edited)
+    app.text_input(key="draft_title").input("Customer data in logs")
+    click(app, "Save as policy")
+    assert "Saved policy **Customer data in logs** as version 1." in texts(app)
+    with org_client(server, org) as orgdeck:
+        [saved] = orgdeck.policies.list().items
+    assert (saved.name, saved.rule_text, saved.category) == ("Customer data in logs", edited, "compliance")
+    assert list(app.dataframe[0].value["Name"]) == ["Customer data in logs"]
+    assert list(app.dataframe[1].value["Version"]) == [1]  # the versions of the chosen policy
+
+
+def test_draft_with_an_organizations_provider(console, server, org, fake_llm):
+    with org_client(server, org) as orgdeck:
+        orgdeck.providers.create(
+            "Team vLLM", "openai_compatible", base_url=f"{fake_llm.url}/v1", models=["llama3.1", "qwen2.5"]
+        )
+    app = console(PAGE)
+    app.text_area(key="draft_instructions").input(INSTRUCTIONS)
+    app.radio(key="draft_source").set_value("custom").run()
+    app.selectbox(key="draft_model").select("qwen2.5")
+    click(app, "Generate draft")
+    assert fake_llm.last.body["model"] == "qwen2.5"
+    assert app.text_area(key="draft_text").value == REPLY
+    assert app.text_input(key="draft_title").value == "Keep secrets out of logs"
+    assert "Team vLLM" in texts(app) and "165 tokens" in texts(app)
+
+
+def test_a_failing_provider_is_explained(console, server, org, fake_llm):
+    fake_llm.behaviour = 401
+    with org_client(server, org) as orgdeck:
+        orgdeck.providers.create(
+            "Team vLLM", "openai_compatible", base_url=f"{fake_llm.url}/v1", models=["m"]
+        )
+    app = console(PAGE)
+    app.text_area(key="draft_instructions").input(INSTRUCTIONS)
+    app.radio(key="draft_source").set_value("custom").run()
+    click(app, "Generate draft")
+    assert "Could not draft the policy" in texts(app)
+    assert "provider 'Team vLLM' refused the API key" in texts(app)
+
+
+def test_edit_keeps_versions_and_filters(console, server, org):
+    with org_client(server, org) as orgdeck:
+        orgdeck.policies.create("Secrets", "1. MUST NOT log secrets.", category="security")
+        orgdeck.policies.create("Tone", "1. MUST be polite.", category="quality", severity="warning")
+    app = console(PAGE)
+    app.selectbox(key="policy_choice").select_index(1).run()  # newest first: Secrets is second
+    app.text_area[-1].input("1. MUST NOT log or print secrets.")
+    click(app, "Save as new version")
+    assert "now at version 2" in texts(app)
+    assert list(app.dataframe[1].value["Version"]) == [2, 1]
+    assert "+1. MUST NOT log or print secrets." in app.code[-1].value
+    app.selectbox(key="filter_category").select("quality").run()
+    assert list(app.dataframe[0].value["Name"]) == ["Tone"]
