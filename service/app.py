@@ -20,6 +20,7 @@ from service.health import HealthCheck
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
+from service.worker import start_in_thread
 
 UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
 
@@ -36,7 +37,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     async def lifespan(_app: FastAPI) -> AsyncIterator[None]:
         # On two cores a big thread pool mostly contends for locks; size it on purpose.
         to_thread.current_default_thread_limiter().total_tokens = settings.threads
+        worker = start_in_thread(db, settings) if settings.run_worker else None
         yield
+        if worker is not None:
+            worker[0].stop()
+            worker[1].join(timeout=30)
         db.dispose()
 
     app = FastAPI(

@@ -69,6 +69,19 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    """Run the background worker alone (with ORGDECK_RUN_WORKER=false on the serving processes)."""
+    from service.worker import Worker
+
+    cmd_migrate(settings, args)
+    worker = Worker(_database(settings), settings)
+    try:
+        worker.run()
+    except KeyboardInterrupt:
+        worker.stop()
+    return 0
+
+
 def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
     from service.bootstrap import create_org_with_key
     from service.migrate import upgrade
@@ -123,6 +136,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--access-log", action="store_true", help="log a line for every request")
     serve.set_defaults(handler=cmd_serve)
+
+    worker = commands.add_parser("worker", help="run the background worker (jobs, deliveries, checks)")
+    worker.set_defaults(handler=cmd_worker)
 
     migrate = commands.add_parser("migrate", help="bring the database schema up to date")
     migrate.set_defaults(handler=cmd_migrate)

@@ -4,6 +4,7 @@ from service.agents.models import Agent, AgentTag, AgentVersion
 from service.api_keys.models import ApiKey
 from service.db import Base
 from service.environments.models import Environment, Secret
+from service.events.models import Event
 from service.fleets.models import Fleet, FleetEnvironment
 from service.governance.models import Policy, PolicyVersion
 from service.orgs.models import Organization
@@ -23,6 +24,7 @@ __all__ = [
     "ApiKey",
     "Base",
     "Environment",
+    "Event",
     "Fleet",
     "FleetEnvironment",
     "Organization",

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
         30.0, gt=0, le=600, description="How long a call to a language-model provider may take."
     )
     log_level: str = "info"
+    run_worker: bool = Field(True, description="Run the background worker inside the service process.")
+    worker_idle_seconds: float = Field(1.0, gt=0, le=60, description="Pause of an idle worker between rounds.")
     threads: int = Field(8, ge=1, le=200, description="Worker threads for blocking request handlers.")
     db_pool_size: int = Field(8, ge=1)
 

@@ -30,7 +30,7 @@ def cli_env(tmp_path, database_url, db) -> dict[str, str]:
     return {**os.environ, "ORGDECK_DATA_DIR": str(tmp_path), "ORGDECK_DATABASE_URL": database_url}
 
 
-@pytest.mark.parametrize("command", [[], ["serve"], ["migrate"], ["create-org"]])
+@pytest.mark.parametrize("command", [[], ["serve"], ["worker"], ["migrate"], ["create-org"]])
 def test_help(command, cli_env):
     result = run_cli(*command, "--help", env=cli_env)
     assert result.returncode == 0

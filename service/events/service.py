@@ -1,0 +1,19 @@
+"""Recording events. Callers record in their own transaction, so an event exists iff its cause does."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.orm import Session
+
+from api.events import EVENT_TYPES
+from service.events.models import Event
+
+
+def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> Event:
+    if type not in EVENT_TYPES:
+        raise ValueError(f"unknown event type {type!r}")
+    event = Event(org_id=org_id, type=type, payload=payload)
+    session.add(event)
+    session.flush()
+    return event

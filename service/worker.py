@@ -1,0 +1,62 @@
+"""The background worker: runs every area's tasks in a loop (deployment jobs, deliveries, checks).
+
+A task is a function `(db, settings) -> bool` that does one bounded unit of work in its own
+transactions and says whether it found any, so the loop runs again at once while there is work and
+sleeps when there is none. Tasks claim their work atomically (PostgreSQL `FOR UPDATE SKIP LOCKED`;
+SQLite serialises writers with `BEGIN IMMEDIATE`) and hold it under a lease, so several workers
+never run the same item and an item whose worker died is taken up again when its lease expires.
+
+The worker runs inside `serve` by default (ORGDECK_RUN_WORKER) and alone as `python -m service worker`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+
+from service.db import Database
+from service.settings import Settings
+
+logger = logging.getLogger("orgdeck.worker")
+
+Task = Callable[[Database, Settings], bool]
+
+
+def registered_tasks() -> list[Task]:
+    """Every area's tasks, in the order one round runs them."""
+    return []
+
+
+class Worker:
+    def __init__(self, db: Database, settings: Settings, tasks: Sequence[Task] | None = None) -> None:
+        self.db = db
+        self.settings = settings
+        self.tasks = list(registered_tasks() if tasks is None else tasks)
+        self._stop = threading.Event()
+
+    def run_once(self) -> bool:
+        """One round over every task; True when any of them found work."""
+        busy = False
+        for task in self.tasks:
+            try:
+                busy = task(self.db, self.settings) or busy
+            except Exception:
+                # One failing task must not stop the others; it is retried next round.
+                logger.exception("Worker task %s failed", getattr(task, "__name__", task))
+        return busy
+
+    def run(self) -> None:
+        while not self._stop.is_set():
+            if not self.run_once():
+                self._stop.wait(self.settings.worker_idle_seconds)
+
+    def stop(self) -> None:
+        self._stop.set()
+
+
+def start_in_thread(db: Database, settings: Settings) -> tuple[Worker, threading.Thread]:
+    worker = Worker(db, settings)
+    thread = threading.Thread(target=worker.run, name="orgdeck-worker", daemon=True)
+    thread.start()
+    return worker, thread
