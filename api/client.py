@@ -12,10 +12,12 @@ import httpx
 from api import constants
 from api.agents import AgentsResource
 from api.api_keys import ApiKeysResource
+from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
 from api.fleets import FleetsResource
 from api.governance import PoliciesResource
+from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
 from api.registries import RegistriesResource
 from api.system import Caller, Health
@@ -57,6 +59,8 @@ class OrgdeckClient:
         self.tool_deployments = ToolDeploymentsResource(self)
         self.providers = ProvidersResource(self)
         self.policies = PoliciesResource(self)
+        self.notifications = NotificationsResource(self)
+        self.deployments = DeploymentsResource(self)
 
     # -- plumbing -------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ if not __package__:  # run as a script: make the repository importable
 from bench.common import (
     LEGEND,
     SERIES_HEADERS,
+    BenchError,
     LoadSettings,
     Series,
     Target,
@@ -84,4 +85,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except BenchError as error:
+        sys.exit(f"bench failed: {error}")

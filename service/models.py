@@ -3,10 +3,17 @@
 from service.agents.models import Agent, AgentTag, AgentVersion
 from service.api_keys.models import ApiKey
 from service.db import Base
+from service.deployments.models import (
+    AgentDeployment,
+    DeploymentJob,
+    DeploymentJobAgent,
+    DeploymentSigningKey,
+)
 from service.environments.models import Environment, Secret
 from service.events.models import Event
 from service.fleets.models import Fleet, FleetEnvironment
 from service.governance.models import Policy, PolicyVersion
+from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
 from service.orgs.models import Organization
 from service.providers.models import ProviderConnection
 from service.registries.models import (
@@ -19,10 +26,17 @@ from service.tools.models import Tool, ToolDeploymentHistory, ToolDeploymentReco
 
 __all__ = [
     "Agent",
+    "AgentDeployment",
     "AgentTag",
     "AgentVersion",
     "ApiKey",
     "Base",
+    "Channel",
+    "Delivery",
+    "DeliveryLog",
+    "DeploymentJob",
+    "DeploymentJobAgent",
+    "DeploymentSigningKey",
     "Environment",
     "Event",
     "Fleet",
@@ -36,6 +50,7 @@ __all__ = [
     "RegistryArtifactLabel",
     "RegistryArtifactVersion",
     "Secret",
+    "Subscription",
     "Tool",
     "ToolDeploymentHistory",
     "ToolDeploymentRecord",

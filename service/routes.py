@@ -9,10 +9,12 @@ from api.system import Caller, Health
 from service import __version__
 from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
+from service.deployments.routes import router as deployments_router
 from service.deps import CurrentCaller
 from service.environments.routes import router as environments_router
 from service.fleets.routes import router as fleets_router
 from service.governance.routes import router as governance_router
+from service.notifications.routes import router as notifications_router
 from service.providers.routes import router as providers_router
 from service.registries.routes import router as registries_router
 from service.tools.routes import deployments_router as tool_deployments_router
@@ -64,6 +66,8 @@ API_ROUTERS = (
     tool_deployments_router,
     providers_router,
     governance_router,
+    deployments_router,
     agents_router,
     fleets_router,
+    notifications_router,
 )

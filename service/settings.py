@@ -41,11 +41,36 @@ class Settings(BaseSettings):
     )
     log_level: str = "info"
     run_worker: bool = Field(True, description="Run the background worker inside the service process.")
-    worker_idle_seconds: float = Field(1.0, gt=0, le=60, description="Pause of an idle worker between rounds.")
+    worker_idle_seconds: float = Field(
+        1.0, gt=0, le=60, description="Pause of an idle worker between rounds."
+    )
     threads: int = Field(8, ge=1, le=200, description="Worker threads for blocking request handlers.")
     db_pool_size: int = Field(8, ge=1)
+    console_url: str | None = Field(None, description="The console's address, linked from notifications.")
+    smtp_host: str | None = Field(None, description="SMTP server that sends email notifications.")
+    smtp_port: int = Field(25, ge=1, le=65535)
+    smtp_username: str | None = None
+    smtp_password: str | None = None
+    smtp_from: str = Field("orgdeck@localhost", description="Sender address of email notifications.")
+    smtp_starttls: bool = Field(False, description="Upgrade the SMTP connection with STARTTLS.")
+    notification_retry_schedule: Annotated[list[Annotated[float, Field(ge=0)]], NoDecode] = Field(
+        default_factory=lambda: [0, 5, 300, 1800, 7200, 18000, 36000, 36000],
+        min_length=1,
+        description="Seconds before each delivery attempt, comma-separated (jitter is added); "
+        "a delivery is dead when every attempt has failed.",
+    )
+    notification_timeout_seconds: float = Field(15.0, gt=0, le=120, description="Per delivery attempt.")
+    notification_lease_seconds: float = Field(
+        60.0, gt=0, description="How long a claimed delivery is held before another worker may resume it."
+    )
 
-    @field_validator("encryption_keys", "outbound_allow_private", "system_models", mode="before")
+    @field_validator(
+        "encryption_keys",
+        "outbound_allow_private",
+        "system_models",
+        "notification_retry_schedule",
+        mode="before",
+    )
     @classmethod
     def _split_commas(cls, value: object) -> object:
         if isinstance(value, str):

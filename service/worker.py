@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Sequence
 
 from service.db import Database
+from service.deployments.runner import run_deployment_jobs
+from service.notifications.delivery import fan_out_events, send_due_deliveries
 from service.settings import Settings
 
 logger = logging.getLogger("orgdeck.worker")
@@ -25,7 +27,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return []
+    return [run_deployment_jobs, fan_out_events, send_due_deliveries]
 
 
 class Worker:

@@ -62,6 +62,32 @@ ROUTES: list[tuple[str, str, dict[str, str], dict[str, Any] | None]] = [
     ("GET", "fleets/fleet_doesnotexist", {"orgSlug": "{org}"}, None),
     ("PATCH", "fleets/fleet_doesnotexist", {}, {"orgSlug": "{org}", "name": "x"}),
     ("DELETE", "fleets/fleet_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("GET", "agents/deployment-jobs", {"orgSlug": "{org}"}, None),
+    ("GET", "agents/deployment-jobs/job_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "fleets/fleet_doesnotexist/deploy", {}, {"orgSlug": "{org}", "environmentId": "env_x"}),
+    (
+        "POST",
+        "notifications/channels",
+        {},
+        {"orgSlug": "{org}", "name": "Matrix", "kind": "webhook", "config": {"url": "https://example.com/h"}},
+    ),
+    ("GET", "notifications/channels", {"orgSlug": "{org}"}, None),
+    ("DELETE", "notifications/channels/ch_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("POST", "notifications/channels/ch_doesnotexist/test", {}, {"orgSlug": "{org}"}),
+    (
+        "POST",
+        "notifications/subscriptions/subscribe",
+        {},
+        {"orgSlug": "{org}", "channelId": "ch_doesnotexist", "eventType": "agent.error"},
+    ),
+    (
+        "POST",
+        "notifications/subscriptions/unsubscribe",
+        {},
+        {"orgSlug": "{org}", "channelId": "ch_doesnotexist", "eventType": "agent.error"},
+    ),
+    ("GET", "notifications/subscriptions", {"orgSlug": "{org}"}, None),
+    ("GET", "notifications/logs", {"orgSlug": "{org}", "pagination[limit]": "5"}, None),
 ]
 ROUTE_IDS = [f"{method} {path}" for method, path, _, _ in ROUTES]
 
@@ -126,8 +152,8 @@ def test_other_orgs_key_gets_403(http, org, other_org, route):
 def test_valid_key_is_accepted_in_either_header(http, org, route, header):
     headers = {"X-API-Key": org.key} if header == "x-api-key" else {"Authorization": f"Bearer {org.key}"}
     response = call(http, route, org.slug, headers)
-    # Routes naming a resource that does not exist: authenticated, then not found.
-    expected = 404 if "doesnotexist" in route[1] else 200
+    # Routes naming a resource that does not exist (in the path or the body): authenticated, then not found.
+    expected = 404 if "doesnotexist" in str(route) else 200
     assert response.status_code == expected, response.text
 
 

@@ -39,6 +39,9 @@ def console_url(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> 
     data_dir = tmp_path_factory.mktemp("console-data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORGDECK_API")}
     env.update({"ORGDECK_DATA_DIR": str(data_dir), "ORGDECK_DATABASE_URL": database_url})
+    # The test service's worker runs the shared database's jobs; this process has other encryption
+    # keys (its own data directory), so a worker here could not decrypt what the service stored.
+    env["ORGDECK_RUN_WORKER"] = "false"
     log = (data_dir / "streamlit.log").open("w")
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]

@@ -1,0 +1,337 @@
+"""Deployments: what a deployment would change (preview), jobs that carry it out, and their reads."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import and_, or_, select
+from sqlalchemy.orm import Session
+
+from api.agents import canonical_json
+from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange
+from service.agents.models import Agent, AgentVersion
+from service.crypto import Cipher
+from service.deployments.models import (
+    AgentDeployment,
+    DeploymentJob,
+    DeploymentJobAgent,
+    DeploymentSigningKey,
+)
+from service.environments.models import Environment
+from service.errors import InvalidInput, NotFound
+from service.fleets.service import get_fleet
+from service.tools.models import Tool
+
+# Values of providerConfig keys named like credentials are never shown in a diff (compared with
+# separators and case removed, so `api_key`, `apiKey` and `API-KEY` are alike; `maxTokens` is not).
+SENSITIVE_KEY_PARTS = (
+    "secret",
+    "password",
+    "passwd",
+    "apikey",
+    "credential",
+    "privatekey",
+    "accesstoken",
+    "authtoken",
+)
+SENSITIVE_KEYS = frozenset({"token", "auth", "authorization"})
+REDACTED = "[redacted]"
+SIGNING_KEY_PREFIX = "whsec_"
+
+
+@dataclass(frozen=True)
+class PlannedAgent:
+    """One agent of a deployment: the version it would run and the config it would run with."""
+
+    agent: Agent
+    version: int
+    config: dict[str, Any]
+    config_hash: str
+    current: AgentDeployment | None
+
+    def changes(self) -> list[FieldChange]:
+        return diff_deployment(self.current, self.version, self.config)
+
+    @property
+    def status(self) -> str:
+        if self.current is None:
+            return "added"
+        return "changed" if self.changes() else "unchanged"
+
+
+def plan_deployment(
+    session: Session, *, org_id: str, request: DeploymentRequest
+) -> tuple[Environment, list[PlannedAgent]]:
+    """Check a deployment request and resolve, per agent, what it would deploy. Writes nothing."""
+    if (request.prompt_name is None) != (request.version is None):
+        missing = "version" if request.version is None else "promptName"
+        raise InvalidInput(
+            f"promptName and version pin a prompt together; {missing} is missing", field=missing
+        )
+    environment = _environment(session, org_id=org_id, environment_id=request.environment_id)
+    agents = _agents(session, org_id=org_id, stable_keys=request.agent_stable_keys)
+    _check_tool_refs(session, org_id=org_id, tool_refs=request.tool_refs or [])
+    versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
+    current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
+    planned = []
+    for agent in agents:
+        version = versions[agent.id]
+        config = resolved_config(version.snapshot, request)
+        planned.append(
+            PlannedAgent(
+                agent=agent,
+                version=version.number,
+                config=config,
+                config_hash=config_hash(config),
+                current=current.get(agent.id),
+            )
+        )
+    return environment, planned
+
+
+def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> DeploymentJob:
+    """A pending job deploying the request's agents; a worker picks it up."""
+    environment, planned = plan_deployment(session, org_id=org_id, request=request)
+    if environment.target == "webhook" and session.get(DeploymentSigningKey, environment.id) is None:
+        raise InvalidInput(
+            f"Environment '{environment.name}' is a webhook target without a signing key; create one "
+            "with POST /agents/deployments/signing-key and configure the receiver with it",
+            field="environmentId",
+        )
+    job = DeploymentJob(
+        org_id=org_id,
+        environment_id=environment.id,
+        agent_rows=[
+            DeploymentJobAgent(
+                agent_id=plan.agent.id,
+                stable_key=plan.agent.stable_key,
+                version=plan.version,
+                config=plan.config,
+                config_hash=plan.config_hash,
+            )
+            for plan in planned
+        ],
+    )
+    session.add(job)
+    session.flush()
+    return job
+
+
+def create_fleet_job(
+    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str
+) -> DeploymentJob:
+    """A pending job deploying every agent of the fleet (each its latest version)."""
+    fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
+    stable_keys = [agent.stable_key for agent in fleet.agents]
+    if not stable_keys:
+        raise InvalidInput(f"Fleet '{fleet.name}' has no agents to deploy", field="fleetId")
+    request = DeploymentRequest(
+        org_slug=org_slug, environment_id=environment_id, agent_stable_keys=stable_keys
+    )
+    return create_job(session, org_id=org_id, request=request)
+
+
+def list_jobs(
+    session: Session,
+    *,
+    org_id: str,
+    environment_id: str | None,
+    statuses: Sequence[str],
+    limit: int,
+    cursor: str | None,
+) -> tuple[list[DeploymentJob], str | None]:
+    """Jobs newest first (ids are time-ordered), and the cursor of the next page if there is one."""
+    query = select(DeploymentJob).where(DeploymentJob.org_id == org_id)
+    if environment_id is not None:
+        query = query.where(DeploymentJob.environment_id == environment_id)
+    if statuses:
+        query = query.where(DeploymentJob.status.in_(statuses))
+    if cursor is not None:
+        query = query.where(DeploymentJob.id < cursor)
+    jobs = list(session.scalars(query.order_by(DeploymentJob.id.desc()).limit(limit + 1)))
+    next_cursor = jobs[limit - 1].id if len(jobs) > limit else None
+    return jobs[:limit], next_cursor
+
+
+def parse_statuses(values: Sequence[str]) -> list[str]:
+    """Statuses given repeated (`status=a&status=b`) or comma-separated (`status=a,b`), checked."""
+    statuses = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    unknown = [status for status in statuses if status not in JOB_STATUSES]
+    if unknown:
+        raise InvalidInput(
+            f"Unknown status {', '.join(repr(s) for s in unknown)}; use {', '.join(JOB_STATUSES)}",
+            field="status",
+        )
+    return statuses
+
+
+def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJob:
+    """A job of the org; another org's job is 404 exactly like an unknown one."""
+    job = session.scalar(
+        select(DeploymentJob).where(DeploymentJob.id == job_id, DeploymentJob.org_id == org_id)
+    )
+    if job is None:
+        raise NotFound(f"No deployment job '{job_id}' in this organization", field="jobId")
+    return job
+
+
+def create_signing_key(
+    session: Session, *, cipher: Cipher, org_id: str, environment_id: str
+) -> tuple[DeploymentSigningKey, str]:
+    """A new signing key for the environment's webhook target (replacing any), and its value."""
+    environment = _environment(session, org_id=org_id, environment_id=environment_id)
+    value = SIGNING_KEY_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+    key = session.get(DeploymentSigningKey, environment.id)
+    if key is None:
+        key = DeploymentSigningKey(environment_id=environment.id, org_id=org_id, ciphertext="")
+        session.add(key)
+    key.ciphertext = cipher.encrypt(value)
+    session.flush()
+    return key, value
+
+
+def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dict[str, Any]:
+    """What an agent version runs with once the request's overrides are applied."""
+    provider_config = {**snapshot["providerConfig"], **(request.agent_provider_config or {})}
+    pins = {request.prompt_name: request.version} if request.prompt_name and request.version else {}
+    return {
+        "name": snapshot["name"],
+        "provider": snapshot["provider"],
+        "providerConfig": provider_config,
+        "model": request.model or provider_config.get("model"),
+        "promptReferences": snapshot["promptReferences"],
+        "promptPins": pins,
+        "toolRefs": sorted(set(request.tool_refs or [])),
+    }
+
+
+def config_hash(config: dict[str, Any]) -> str:
+    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+
+
+def diff_deployment(
+    current: AgentDeployment | None, version: int, config: dict[str, Any]
+) -> list[FieldChange]:
+    """Field-by-field changes from what runs now to what would run; sensitive values redacted."""
+    before: dict[str, Any] = current.config if current is not None else {}
+    changes = []
+    current_version = current.version if current is not None else None
+    if current_version != version:
+        kind = "added" if current_version is None else "changed"
+        changes.append(FieldChange(field="version", kind=kind, before=current_version, after=version))
+    for field in ("name", "provider", "model"):
+        changes += _value_changes(field, before.get(field), config.get(field))
+    for field in ("providerConfig", "promptReferences", "promptPins"):
+        changes += _mapping_changes(field, before.get(field) or {}, config.get(field) or {})
+    old_tools, new_tools = set(before.get("toolRefs") or []), set(config.get("toolRefs") or [])
+    changes += [
+        FieldChange(field="toolRefs", kind="added", after=ref) for ref in sorted(new_tools - old_tools)
+    ]
+    changes += [
+        FieldChange(field="toolRefs", kind="removed", before=ref) for ref in sorted(old_tools - new_tools)
+    ]
+    return changes
+
+
+def _value_changes(field: str, before: Any, after: Any) -> list[FieldChange]:
+    if before == after:
+        return []
+    kind = "added" if before is None else "removed" if after is None else "changed"
+    return [FieldChange(field=field, kind=kind, before=before, after=after)]
+
+
+def _mapping_changes(field: str, before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
+    changes = []
+    for key in sorted(before.keys() | after.keys()):
+        if key in before and key in after and before[key] == after[key]:
+            continue
+        old, new = _shown(key, before.get(key)), _shown(key, after.get(key))
+        kind = "added" if key not in before else "removed" if key not in after else "changed"
+        changes.append(FieldChange(field=f"{field}.{key}", kind=kind, before=old, after=new))
+    return changes
+
+
+def _shown(key: str, value: Any) -> Any:
+    return REDACTED if value is not None and _sensitive(key) else value
+
+
+def _sensitive(key: str) -> bool:
+    letters = re.sub(r"[^a-z]", "", key.lower())
+    return letters in SENSITIVE_KEYS or any(part in letters for part in SENSITIVE_KEY_PARTS)
+
+
+def _environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+    environment = session.scalar(
+        select(Environment).where(Environment.id == environment_id, Environment.org_id == org_id)
+    )
+    if environment is None:
+        raise InvalidInput(
+            f"environmentId '{environment_id}' names no environment of this organization",
+            field="environmentId",
+        )
+    return environment
+
+
+def _agents(session: Session, *, org_id: str, stable_keys: Sequence[str]) -> list[Agent]:
+    wanted = list(dict.fromkeys(stable_keys))
+    query = select(Agent).where(
+        Agent.org_id == org_id, Agent.stable_key.in_(wanted), Agent.archived_at.is_(None)
+    )
+    found = {agent.stable_key: agent for agent in session.scalars(query)}
+    unknown = [key for key in wanted if key not in found]
+    if unknown:
+        raise InvalidInput(f"Unknown agents: {', '.join(unknown)}", field="agentStableKeys")
+    unversioned = [key for key in wanted if found[key].latest_version is None]
+    if unversioned:
+        raise InvalidInput(
+            f"Agents without a version (snapshot them first): {', '.join(unversioned)}",
+            field="agentStableKeys",
+        )
+    return [found[key] for key in wanted]
+
+
+def _versions(session: Session, *, agents: list[Agent], wanted: dict[str, int]) -> dict[str, AgentVersion]:
+    """The version each agent deploys: the one `wanted` names, else its latest."""
+    by_key = {agent.stable_key: agent for agent in agents}
+    strangers = sorted(set(wanted) - set(by_key))
+    if strangers:
+        raise InvalidInput(
+            f"agentVersions names agents not being deployed: {', '.join(strangers)}", field="agentVersions"
+        )
+    numbers = {agent.id: wanted.get(agent.stable_key, agent.latest_version) for agent in agents}
+    pairs = [
+        and_(AgentVersion.agent_id == agent_id, AgentVersion.number == n) for agent_id, n in numbers.items()
+    ]
+    found = {row.agent_id: row for row in session.scalars(select(AgentVersion).where(or_(*pairs)))}
+    missing = [f"{agent.stable_key}@{numbers[agent.id]}" for agent in agents if agent.id not in found]
+    if missing:
+        raise InvalidInput(f"No such agent versions: {', '.join(missing)}", field="agentVersions")
+    return found
+
+
+def _check_tool_refs(session: Session, *, org_id: str, tool_refs: Sequence[str]) -> None:
+    if not tool_refs:
+        return
+    known = set(
+        session.scalars(select(Tool.tool_key).where(Tool.org_id == org_id, Tool.tool_key.in_(tool_refs)))
+    )
+    unknown = sorted(set(tool_refs) - known)
+    if unknown:
+        raise InvalidInput(
+            f"toolRefs names no tool of this organization: {', '.join(unknown)}", field="toolRefs"
+        )
+
+
+def _current_deployments(
+    session: Session, *, environment_id: str, agent_ids: list[str]
+) -> dict[str, AgentDeployment]:
+    query = select(AgentDeployment).where(
+        AgentDeployment.environment_id == environment_id, AgentDeployment.agent_id.in_(agent_ids)
+    )
+    return {row.agent_id: row for row in session.scalars(query)}

@@ -1,0 +1,107 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db import Base, UTCDateTime, utcnow
+from service.ids import new_id
+
+
+class Channel(Base):
+    """Where notifications go. `secret_encrypted` holds the webhook signing secret or the Slack URL."""
+
+    __tablename__ = "notification_channels"
+    __table_args__ = (UniqueConstraint("org_id", "name", name="uq_notification_channels_org_id_name"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("ch"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    name: Mapped[str] = mapped_column(String(200))
+    kind: Mapped[str] = mapped_column(String(20))
+    # What may be shown: the webhook URL, the Slack URL's host, the email recipients.
+    config: Mapped[dict[str, Any]] = mapped_column(JSON)
+    secret_encrypted: Mapped[str | None] = mapped_column(String(2000))
+    disabled_reason: Mapped[str | None] = mapped_column(String(500))
+    disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def state(self) -> str:
+        return "disabled" if self.disabled_at else "active"
+
+
+class Subscription(Base):
+    __tablename__ = "notification_subscriptions"
+    __table_args__ = (
+        UniqueConstraint(
+            "channel_id", "event_type", name="uq_notification_subscriptions_channel_id_event_type"
+        ),
+        Index("ix_notification_subscriptions_org_id_event_type", "org_id", "event_type"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("sub"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    channel_id: Mapped[str] = mapped_column(ForeignKey("notification_channels.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(40))
+    enabled: Mapped[bool] = mapped_column(default=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class Delivery(Base):
+    """One event on its way to one channel. Its id is the `webhook-id`, the same on every attempt.
+
+    `pending` deliveries are due at `next_attempt_at`; a worker claims one by setting
+    `lease_expires_at`, and a delivery whose lease ran out (its worker died) is claimed again.
+    """
+
+    __tablename__ = "notification_deliveries"
+    __table_args__ = (
+        UniqueConstraint("event_id", "channel_id", name="uq_notification_deliveries_event_id_channel_id"),
+        Index("ix_notification_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("msg"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
+    channel_id: Mapped[str] = mapped_column(ForeignKey("notification_channels.id", ondelete="CASCADE"))
+    status: Mapped[str] = mapped_column(String(20), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=utcnow)
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    lease_token: Mapped[str | None] = mapped_column(String(40))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DeliveryLog(Base):
+    """One delivery attempt. Plain ids, no foreign keys: the log outlives its channel."""
+
+    __tablename__ = "notification_logs"
+    __table_args__ = (
+        Index(
+            "ix_notification_logs_org_id_channel_id_status_created_at",
+            "org_id",
+            "channel_id",
+            "status",
+            "created_at",
+        ),
+        Index("ix_notification_logs_org_id_created_at", "org_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("log"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    delivery_id: Mapped[str] = mapped_column(String(40))
+    event_id: Mapped[str] = mapped_column(String(40))
+    event_type: Mapped[str] = mapped_column(String(40))
+    channel_id: Mapped[str] = mapped_column(String(40))
+    channel_name: Mapped[str] = mapped_column(String(200))
+    channel_kind: Mapped[str] = mapped_column(String(20))
+    attempt: Mapped[int] = mapped_column(Integer)
+    status: Mapped[str] = mapped_column(String(20))
+    response_status: Mapped[int | None] = mapped_column(Integer)
+    latency_ms: Mapped[int | None] = mapped_column(Integer)
+    error: Mapped[str | None] = mapped_column(String(500))
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -1,0 +1,144 @@
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query, Request
+from fastapi.exceptions import RequestValidationError
+from pydantic import ValidationError
+
+from api.common import Page
+from api.notifications import (
+    Channel,
+    ChannelTestRequest,
+    CreateChannel,
+    CreatedChannel,
+    Delivery,
+    LogEntry,
+    LogQuery,
+    Subscribe,
+    Subscription,
+    Unsubscribe,
+)
+from service.crypto import cipher_for
+from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
+from service.notifications import service
+from service.notifications.query import LOGS_QUERY_OPENAPI, QueryEncodingError, log_query_fields
+
+router = APIRouter(prefix="/notifications", tags=["Notifications"])
+
+
+@router.post("/channels", response_model=CreatedChannel)
+def create_channel(
+    body: CreateChannel, caller: CurrentCaller, session: DbSession, settings: AppSettings
+) -> CreatedChannel:
+    """Create a channel. A webhook channel's `whsec_` signing secret is in this answer only."""
+    created = service.create_channel(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        name=body.name,
+        kind=body.kind,
+        config=body.config,
+        cipher=cipher_for(settings),
+    )
+    shown = Channel.model_validate(created.record).model_dump()
+    return CreatedChannel.model_validate({**shown, "signing_secret": created.signing_secret})
+
+
+@router.get("/channels", response_model=Page[Channel])
+def list_channels(org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> Page[Channel]:
+    """The organization's channels with their state; never a secret."""
+    channels = service.list_channels(session, org_id=caller.org_id_for(org_slug))
+    return Page[Channel](items=[Channel.model_validate(c) for c in channels], total=len(channels))
+
+
+@router.delete("/channels/{channel_id}", response_model=Channel)
+def delete_channel(
+    channel_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> Channel:
+    """Delete a channel and its subscriptions. Its delivery logs are kept."""
+    channel = service.delete_channel(session, org_id=caller.org_id_for(org_slug), channel_id=channel_id)
+    return Channel.model_validate(channel)
+
+
+@router.post("/channels/{channel_id}/test", response_model=Delivery)
+def test_channel(
+    channel_id: str, body: ChannelTestRequest, caller: CurrentCaller, session: DbSession
+) -> Delivery:
+    """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
+    delivery = service.send_test(
+        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
+    )
+    return Delivery(
+        id=delivery.id,
+        event_id=delivery.event_id,
+        event_type=body.event_type,
+        channel_id=delivery.channel_id,
+        status=delivery.status,
+        next_attempt_at=delivery.next_attempt_at,
+    )
+
+
+@router.post("/subscriptions/subscribe", response_model=Subscription)
+def subscribe(body: Subscribe, caller: CurrentCaller, session: DbSession) -> Subscription:
+    """Subscribe a channel to one event type; subscribing again sets `enabled`."""
+    subscription = service.subscribe(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        channel_id=body.channel_id,
+        event_type=body.event_type,
+        enabled=body.enabled,
+    )
+    return Subscription.model_validate(subscription)
+
+
+@router.post("/subscriptions/unsubscribe", response_model=Subscription)
+def unsubscribe(body: Unsubscribe, caller: CurrentCaller, session: DbSession) -> Subscription:
+    """Remove a channel's subscription to one event type; answers with the removed subscription."""
+    subscription = service.unsubscribe(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        channel_id=body.channel_id,
+        event_type=body.event_type,
+    )
+    return Subscription.model_validate(subscription)
+
+
+@router.get("/subscriptions", response_model=Page[Subscription])
+def list_subscriptions(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    channel_id: Annotated[str | None, Query(alias="channelId", max_length=40)] = None,
+) -> Page[Subscription]:
+    """The organization's subscriptions, optionally of one channel."""
+    subscriptions = service.list_subscriptions(
+        session, org_id=caller.org_id_for(org_slug), channel_id=channel_id
+    )
+    return Page[Subscription](
+        items=[Subscription.model_validate(s) for s in subscriptions], total=len(subscriptions)
+    )
+
+
+@router.get("/logs", response_model=Page[LogEntry], openapi_extra=LOGS_QUERY_OPENAPI)
+def list_logs(request: Request, caller: CurrentCaller, session: DbSession) -> Page[LogEntry]:
+    """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
+    query = _parse_log_query(request)
+    page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    return Page[LogEntry](
+        items=[LogEntry.model_validate(entry) for entry in page.entries],
+        limit=query.pagination.limit,
+        offset=query.pagination.offset,
+        total=page.total,
+        next_cursor=page.next_cursor,
+    )
+
+
+def _parse_log_query(request: Request) -> LogQuery:
+    try:
+        return LogQuery.model_validate(log_query_fields(request.query_params.multi_items()))
+    except QueryEncodingError as exc:
+        raise RequestValidationError([exc.as_error()]) from exc
+    except ValidationError as exc:
+        raise RequestValidationError(
+            [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
+        ) from exc

@@ -1,0 +1,327 @@
+"""Notification channels, subscriptions and the delivery log's query: the API over HTTP."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import select
+
+from api.errors import BadRequest, NotFound
+from api.events import EVENT_TYPES
+from service.crypto import GENERATED_KEY_FILE, Cipher, cipher_for
+from service.db import Database
+from service.notifications.models import Channel, DeliveryLog
+from service.notifications.service import rotate_channel_secrets
+from service.orgs.models import Organization
+from tests.conftest import Org, raw_database_contains
+
+WEBHOOK_URL = "https://hooks.example.com/orgdeck"
+SLACK_URL = "https://hooks.slack.com/services/T000/B000/slack-url-is-a-credential"
+
+
+def test_webhook_channel_secret_is_shown_once_and_stored_encrypted(client, database_url):
+    created = client.notifications.create_channel("Ops hook", "webhook", url=WEBHOOK_URL)
+    assert created.id.startswith("ch_")
+    assert created.signing_secret and created.signing_secret.startswith("whsec_")
+    assert created.config == {"url": WEBHOOK_URL}
+    assert created.state == "active"
+    listed = client.notifications.list_channels()
+    assert [c.id for c in listed.items] == [created.id]
+    assert "whsec_" not in listed.model_dump_json()
+    assert not raw_database_contains(database_url, created.signing_secret)
+
+
+def test_slack_url_is_a_secret_shown_by_host_only(client, http, org, database_url):
+    created = client.notifications.create_channel("Ops slack", "slack", url=SLACK_URL)
+    assert created.signing_secret is None
+    assert created.config == {"url": "https://hooks.slack.com/…"}
+    listing = http.get("notifications/channels", params={"orgSlug": org.slug}, headers=org.headers)
+    assert "slack-url-is-a-credential" not in listing.text
+    assert not raw_database_contains(database_url, "slack-url-is-a-credential")
+
+
+def test_email_channel_shows_its_recipients(client):
+    created = client.notifications.create_channel("Ops mail", "email", recipients=["ops@example.com"])
+    assert created.config == {"recipients": ["ops@example.com"]}
+
+
+@pytest.mark.parametrize(
+    ("kind", "config", "field"),
+    [
+        ("webhook", {}, "config.url"),
+        ("slack", {"recipients": ["a@example.com"]}, "config.url"),
+        ("email", {"url": WEBHOOK_URL}, "config.recipients"),
+        ("webhook", {"url": "ftp://example.com/x"}, "config.url"),
+        ("email", {"recipients": ["not-an-address"]}, "config.recipients.0"),
+        ("email", {"recipients": []}, "config.recipients"),
+        ("pager", {"url": WEBHOOK_URL}, "kind"),
+        ("webhook", {"url": WEBHOOK_URL, "secret": "x"}, "config.secret"),
+    ],
+)
+def test_invalid_channel_is_400_naming_the_field(http, org, kind, config, field):
+    body = {"orgSlug": org.slug, "name": "Bad", "kind": kind, "config": config}
+    response = http.post("notifications/channels", json=body, headers=org.headers)
+    assert response.status_code == 400, response.text
+    assert field in [detail["field"] for detail in response.json()["details"]]
+
+
+def test_duplicate_channel_name_is_already_exists(client):
+    client.notifications.create_channel("Twice", "webhook", url=WEBHOOK_URL)
+    with pytest.raises(BadRequest) as error:
+        client.notifications.create_channel("Twice", "email", recipients=["ops@example.com"])
+    assert error.value.code == "already_exists"
+
+
+def test_subscribing_again_updates_enabled(client):
+    channel = client.notifications.create_channel("Subs", "webhook", url=WEBHOOK_URL)
+    first = client.notifications.subscribe(channel.id, "deployment.error")
+    assert first.enabled is True
+    again = client.notifications.subscribe(channel.id, "deployment.error", enabled=False)
+    assert again.id == first.id and again.enabled is False
+    client.notifications.subscribe(channel.id, "agent.drifted")
+    listed = client.notifications.list_subscriptions(channel_id=channel.id)
+    assert {(s.event_type, s.enabled) for s in listed.items} == {
+        ("deployment.error", False),
+        ("agent.drifted", True),
+    }
+    removed = client.notifications.unsubscribe(channel.id, "agent.drifted")
+    assert removed.event_type == "agent.drifted"
+    assert [s.event_type for s in client.notifications.list_subscriptions().items] == ["deployment.error"]
+    with pytest.raises(NotFound):
+        client.notifications.unsubscribe(channel.id, "agent.drifted")
+
+
+def test_unknown_event_type_lists_the_six_allowed(http, org, client):
+    channel = client.notifications.create_channel("Typo", "webhook", url=WEBHOOK_URL)
+    body = {"orgSlug": org.slug, "channelId": channel.id, "eventType": "deployment.failed"}
+    response = http.post("notifications/subscriptions/subscribe", json=body, headers=org.headers)
+    assert response.status_code == 400
+    assert response.json()["details"][0]["field"] == "eventType"
+    for event_type in EVENT_TYPES:
+        assert event_type in response.json()["message"]
+
+
+def test_another_orgs_channel_is_not_found_on_every_route(client, http, other_org):
+    channel = client.notifications.create_channel("Mine", "webhook", url=WEBHOOK_URL)
+    client.notifications.subscribe(channel.id, "agent.error")
+    theirs = {"orgSlug": other_org.slug}
+    calls = [
+        ("DELETE", f"notifications/channels/{channel.id}", theirs, None),
+        ("POST", f"notifications/channels/{channel.id}/test", {}, theirs),
+        (
+            "POST",
+            "notifications/subscriptions/subscribe",
+            {},
+            {**theirs, "channelId": channel.id, "eventType": "agent.stale"},
+        ),
+        (
+            "POST",
+            "notifications/subscriptions/unsubscribe",
+            {},
+            {**theirs, "channelId": channel.id, "eventType": "agent.error"},
+        ),
+    ]
+    for method, path, params, body in calls:
+        response = http.request(method, path, params=params, json=body, headers=other_org.headers)
+        assert response.status_code == 404, (path, response.text)
+        assert response.json()["code"] == "not_found"
+    for path in ("notifications/channels", "notifications/subscriptions", "notifications/logs"):
+        listing = http.get(path, params=theirs, headers=other_org.headers)
+        assert listing.json()["items"] == [], path
+    assert [s.channel_id for s in client.notifications.list_subscriptions().items] == [channel.id]
+
+
+def test_deleting_a_channel_deletes_its_subscriptions(client):
+    channel = client.notifications.create_channel("Doomed", "webhook", url=WEBHOOK_URL)
+    client.notifications.subscribe(channel.id, "agent.stale")
+    deleted = client.notifications.delete_channel(channel.id)
+    assert deleted.id == channel.id
+    assert client.notifications.list_channels().items == []
+    assert client.notifications.list_subscriptions().items == []
+    with pytest.raises(NotFound):
+        client.notifications.delete_channel(channel.id)
+
+
+# -- the delivery log's query ---------------------------------------------------------------
+
+BASE = datetime(2026, 3, 1, tzinfo=UTC)
+
+
+def seed_logs(db: Database, org: Org, count: int) -> list[DeliveryLog]:
+    """`count` attempts one hour apart from BASE, cycling statuses, event types and two channels."""
+    statuses = ("sent", "failed", "dead")
+    with db.session(write=True) as session:
+        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        assert org_id is not None
+        rows = [
+            DeliveryLog(
+                org_id=org_id,
+                delivery_id=f"msg_{index}",
+                event_id=f"evt_{index}",
+                event_type=EVENT_TYPES[index % len(EVENT_TYPES)],
+                channel_id=f"ch_{index % 2}",
+                channel_name=f"Channel {index % 2}",
+                channel_kind="webhook",
+                attempt=1,
+                status=statuses[index % 3],
+                created_at=BASE + timedelta(hours=index),
+            )
+            for index in range(count)
+        ]
+        session.add_all(rows)
+    return rows
+
+
+def logs(http, org: Org, params: dict | list) -> dict:
+    response = http.get("notifications/logs", params=params, headers=org.headers)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_logs_are_newest_first_with_default_page_and_total(http, org, db):
+    seed_logs(db, org, 60)
+    answer = logs(http, org, {"orgSlug": org.slug})
+    assert answer["total"] == 60
+    assert answer["limit"] == 50 and answer["offset"] == 0
+    assert len(answer["items"]) == 50
+    times = [item["createdAt"] for item in answer["items"]]
+    assert times == sorted(times, reverse=True)
+    assert times[0] == "2026-03-03T11:00:00.000Z"
+
+
+@pytest.mark.parametrize(
+    "encoding",
+    [
+        {
+            "dateRange[start]": "{s}",
+            "dateRange[end]": "{e}",
+            "pagination[limit]": "3",
+            "pagination[offset]": "2",
+        },
+        {"dateRange.start": "{s}", "dateRange.end": "{e}", "pagination.limit": "3", "pagination.offset": "2"},
+        {"start": "{s}", "end": "{e}", "limit": "3", "offset": "2"},
+        {"dateRange[start]": "{s}", "end": "{e}", "pagination.limit": "3", "offset": "2"},
+    ],
+    ids=["deepObject", "dotted", "flattened", "mixed"],
+)
+def test_every_encoding_of_date_range_and_pagination_means_the_same(http, org, db, encoding):
+    seed_logs(db, org, 30)
+    start, end = "2026-03-01T05:00:00Z", "2026-03-01T15:00:00Z"
+    params = {key: value.format(s=start, e=end) for key, value in encoding.items()}
+    answer = logs(http, org, {"orgSlug": org.slug, **params})
+    # Hours 5..14 match (end exclusive): 10 rows; newest first, skipping two: hours 12, 11, 10.
+    assert answer["total"] == 10
+    assert [item["createdAt"][11:13] for item in answer["items"]] == ["12", "11", "10"]
+    assert answer["limit"] == 3 and answer["offset"] == 2
+
+
+def test_filters_combine(http, org, db):
+    rows = seed_logs(db, org, 36)
+    answer = logs(
+        http, org, {"orgSlug": org.slug, "channelId": "ch_0", "status": "sent", "pagination[limit]": 100}
+    )
+    expected = [r for r in rows if r.channel_id == "ch_0" and r.status == "sent"]
+    assert answer["total"] == len(expected) > 0
+    assert {(i["channelId"], i["status"]) for i in answer["items"]} == {("ch_0", "sent")}
+    by_type = logs(http, org, {"orgSlug": org.slug, "eventType": "agent.drifted", "limit": 100})
+    assert by_type["total"] == sum(1 for r in rows if r.event_type == "agent.drifted")
+    assert {i["eventType"] for i in by_type["items"]} == {"agent.drifted"}
+
+
+def test_status_is_accepted_repeated_and_comma_separated(http, org, db):
+    rows = seed_logs(db, org, 30)
+    expected = sum(1 for r in rows if r.status in {"sent", "dead"})
+    repeated = logs(http, org, [("orgSlug", org.slug), ("status", "sent"), ("status", "dead")])
+    commas = logs(http, org, {"orgSlug": org.slug, "status": "sent,dead"})
+    assert repeated["total"] == commas["total"] == expected
+
+
+def test_cursor_walks_every_match_once(http, org, db):
+    rows = seed_logs(db, org, 25)
+    seen: list[str] = []
+    params = {"orgSlug": org.slug, "limit": "7"}
+    while True:
+        answer = logs(http, org, params)
+        seen.extend(item["id"] for item in answer["items"])
+        if not answer["nextCursor"]:
+            break
+        params = {"orgSlug": org.slug, "limit": "7", "cursor": answer["nextCursor"]}
+    assert len(seen) == len(set(seen)) == 25
+    assert set(seen) == {r.id for r in rows}
+
+
+def test_client_sends_deep_object_form(client, db, org):
+    seed_logs(db, org, 10)
+    page = client.notifications.logs(
+        start=BASE + timedelta(hours=2),
+        end=BASE + timedelta(hours=6),
+        limit=2,
+        offset=1,
+        status=["sent", "failed"],
+    )
+    # Hours 2..5 are dead, sent, failed, dead: two match; newest first, skipping one: hour 3.
+    assert page.total == 2
+    assert [entry.created_at.hour for entry in page.items] == [3]
+
+
+@pytest.mark.parametrize(
+    ("params", "field"),
+    [
+        ({"pagination[limit]": "0"}, "pagination.limit"),
+        ({"pagination[limit]": "1001"}, "pagination.limit"),
+        ({"limit": "ten"}, "pagination.limit"),
+        ({"pagination.offset": "-1"}, "pagination.offset"),
+        ({"dateRange[start]": "yesterday"}, "dateRange.start"),
+        ({"start": "2026-03-01T00:00:00"}, "dateRange.start"),
+        ({"dateRange.start": "2026-03-02T00:00:00Z", "end": "2026-03-01T00:00:00Z"}, "dateRange"),
+        ({"dateRange[begin]": "2026-03-01T00:00:00Z"}, "dateRange[begin]"),
+        ({"limit": "5", "pagination[limit]": "5"}, "pagination.limit"),
+        ({"status": "lost"}, "status.0"),
+        ({"eventType": "deployment.failed"}, "eventType"),
+        ({"cursor": "not-a-cursor"}, "cursor"),
+        ({"page": "2"}, "page"),
+    ],
+)
+def test_out_of_range_or_malformed_is_400_naming_it(http, org, params, field):
+    response = http.get("notifications/logs", params={"orgSlug": org.slug, **params}, headers=org.headers)
+    assert response.status_code == 400, response.text
+    assert field in [detail["field"] for detail in response.json()["details"]]
+    assert field in response.json()["message"]
+
+
+def test_missing_org_slug_is_400(http, org):
+    response = http.get("notifications/logs", headers=org.headers)
+    assert response.status_code == 400
+    assert response.json()["details"][0]["field"] == "orgSlug"
+
+
+def test_logs_of_another_org_are_not_shown(http, org, other_org, db):
+    seed_logs(db, org, 5)
+    assert logs(http, other_org, {"orgSlug": other_org.slug})["total"] == 0
+
+
+def test_openapi_documents_the_query_encodings(http):
+    operation = http.get("openapi.json").json()["paths"]["/api/notifications/logs"]["get"]
+    parameters = {p["name"]: p for p in operation["parameters"]}
+    assert parameters["dateRange"]["style"] == "deepObject"
+    assert parameters["pagination"]["schema"]["properties"]["limit"]["maximum"] == 1000
+    assert {"start", "end", "limit", "offset", "status", "eventType", "channelId", "orgSlug"} <= set(
+        parameters
+    )
+    assert "dotted form" in parameters["dateRange"]["description"]
+
+
+def test_channel_secrets_rotate_to_a_new_key(client, db, settings):
+    created = client.notifications.create_channel("Rotated", "webhook", url=WEBHOOK_URL)
+    new_key = Fernet.generate_key().decode()
+    cipher_for(settings)  # makes sure the service's key exists
+    service_keys = settings.encryption_keys or [(settings.data_dir / GENERATED_KEY_FILE).read_text().strip()]
+    with db.session(write=True) as session:
+        assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 1
+    with db.session(write=True) as session:
+        channel = session.get_one(Channel, created.id)
+        assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == created.signing_secret
+        # Back under the service's key, so that later tests on this database can still decrypt.
+        rotate_channel_secrets(session, cipher=Cipher([*service_keys, new_key]))
