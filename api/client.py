@@ -138,7 +138,7 @@ def _decode(response: httpx.Response) -> Any:
         status=response.status_code,
         code=body.get("code"),
         details=body.get("details"),
-        retry_after=_retry_after(response),
+        retry_after=retry_after_seconds(response),
     )
 
 
@@ -146,16 +146,17 @@ def _retry_delay(method: str, response: httpx.Response, attempt: int) -> float |
     """How long to wait before retrying this answer, or None when it is final."""
     status = response.status_code
     if status == 429:
-        retry_after = _retry_after(response)
+        retry_after = retry_after_seconds(response)
         if retry_after is None:
             return _backoff(attempt)
         return retry_after if retry_after <= constants.MAX_RETRY_AFTER_SECONDS else None
     if status in constants.RETRYABLE_STATUSES and method in constants.SAFE_METHODS:
-        return _retry_after(response) or _backoff(attempt)
+        return retry_after_seconds(response) or _backoff(attempt)
     return None
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def retry_after_seconds(response: httpx.Response) -> float | None:
+    """The wait an answer's `Retry-After` asks for (seconds or an HTTP date), or None without one."""
     value = response.headers.get("Retry-After")
     if not value:
         return None
@@ -175,4 +176,4 @@ def _backoff(attempt: int) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-__all__ = ["ApiError", "OrgdeckClient"]
+__all__ = ["ApiError", "OrgdeckClient", "retry_after_seconds"]

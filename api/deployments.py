@@ -8,6 +8,7 @@ model, its prompt references, the prompt pin (`promptName` + `version`) and the 
 
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, StringConstraints
@@ -23,7 +24,18 @@ AgentResultStatus = Literal["pending", "complete", "error"]
 AgentChangeStatus = Literal["added", "changed", "unchanged"]
 ChangeKind = Literal["added", "removed", "changed"]
 
+AgentState = Literal["in_sync", "drifted", "stale", "error", "not_deployed"]
+AGENT_STATES: tuple[str, ...] = get_args(AgentState)
+HeatmapGroupBy = Literal["environment", "agent", "weekday_hour"]
+HeatmapBucket = Literal["day", "week"]
+HeatmapMetric = Literal["count", "failures", "failure_rate"]
+MetricsPeriod = Literal["day", "week", "month"]
+
 DEFAULT_JOB_PAGE_SIZE = 20
+DEFAULT_STALE_AFTER_DAYS = 7
+# Analytics cover at most two years per request; the default window is the last 90 days.
+MAX_ANALYTICS_DAYS = 731
+DEFAULT_ANALYTICS_DAYS = 90
 MAX_AGENTS_PER_DEPLOYMENT = 500
 ENVIRONMENT_ID_MAX_LENGTH = 40
 
@@ -111,6 +123,134 @@ class SigningKey(Record):
     environment_id: str
     secret: str
     created_at: Timestamp
+
+
+class HistoryEntry(Record):
+    """One agent's part in one job: what was deployed where, and how it went."""
+
+    job_id: str
+    stable_key: str
+    environment_id: str
+    environment_name: str
+    version: int
+    status: AgentResultStatus
+    job_status: JobStatus
+    error: str | None = None
+    created_at: Timestamp
+    finished_at: Timestamp | None = None
+
+
+class EnvironmentRef(Record):
+    id: str
+    name: str
+
+
+class AgentStatus(Record):
+    """One (agent, environment) pair of the status matrix.
+
+    `drift` lists what changed since the running version was deployed (`draft.<field>` for the
+    agent's draft, `tools.<toolKey>` for a referenced tool's deployed hash); `since` is when the pair
+    entered its current state.
+    """
+
+    stable_key: str
+    agent_name: str
+    environment_id: str
+    state: AgentState
+    deployed_version: int | None = None
+    latest_version: int | None = None
+    deployed_at: Timestamp | None = None
+    last_job_id: str | None = None
+    since: Timestamp | None = None
+    drift: list[FieldChange] = []
+    error: str | None = None
+
+
+class StatusMatrix(Record):
+    """Every agent of the page by every environment, with the state counts over the whole org."""
+
+    stale_after_days: int
+    environments: list[EnvironmentRef]
+    items: list[AgentStatus]
+    counts: dict[str, int] = Field(description="Pairs per state, over the whole org.")
+    limit: int
+    offset: int
+    total_agents: int
+
+
+class DeploymentSettings(Record):
+    stale_after_days: int = Field(ge=1, le=365)
+
+
+class DeploymentSettingsUpdate(OrgScoped):
+    stale_after_days: int = Field(
+        ge=1, le=365, description="Days a newer version may wait undeployed before the pair is stale."
+    )
+
+
+class HeatmapAxisItem(Record):
+    """A row or column: `id` is what cells refer to, `name` what a person reads."""
+
+    id: str
+    name: str
+
+
+class HeatmapCell(Record):
+    row: str
+    column: str
+    count: int
+    failures: int
+    value: float | None = Field(description="The metric asked for; failure_rate is None with no jobs.")
+
+
+class Heatmap(Record):
+    """A sparse grid: `rows` and `columns` in display order, `cells` only where jobs exist.
+
+    environment: rows are environments, columns are bucket start dates. agent: rows are agents
+    (stableKey), columns environments. weekday_hour: rows `Mon`..`Sun`, columns `00`..`23` (UTC).
+    """
+
+    group_by: HeatmapGroupBy
+    bucket: HeatmapBucket
+    metric: HeatmapMetric
+    start: date
+    end: date
+    rows: list[HeatmapAxisItem]
+    columns: list[HeatmapAxisItem]
+    cells: list[HeatmapCell]
+
+
+class MetricsFigures(Record):
+    """The four delivery metrics over one stretch of time (None where there is nothing to measure)."""
+
+    deployments: int
+    failures: int
+    deployments_per_day: float
+    change_failure_rate: float | None = None
+    median_duration_seconds: float | None = None
+    median_time_to_restore_seconds: float | None = None
+
+
+class MetricsPoint(MetricsFigures):
+    period_start: date
+
+
+class EnvironmentMetrics(MetricsFigures):
+    environment_id: str
+    environment_name: str
+    periods: list[MetricsPoint]
+
+
+class DeploymentMetrics(Record):
+    """Totals, a trend per period, and the same per environment. Time to restore: from a failed
+    (error or partial) job to the next complete job in that environment."""
+
+    period: MetricsPeriod
+    start: date
+    end: date
+    totals: MetricsFigures
+    periods: list[MetricsPoint]
+    environments: list[EnvironmentMetrics]
 
 
 class DeploymentsResource(Resource):
@@ -209,3 +349,105 @@ class DeploymentsResource(Resource):
         payload = body(SigningKeyRequest, org_slug=self._org(org_slug), environment_id=environment_id)
         answer = self._client.request("POST", "/agents/deployments/signing-key", json=payload)
         return SigningKey.model_validate(answer)
+
+    def history(
+        self,
+        *,
+        agent: str | None = None,
+        environment_id: str | None = None,
+        status: list[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        org_slug: str | None = None,
+    ) -> Page[HistoryEntry]:
+        """Per-agent deployment results, newest first; `start`/`end` are inclusive UTC days."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "agent": agent,
+            "environmentId": environment_id,
+            "status": ",".join(status) if status else None,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "limit": limit,
+            "offset": offset,
+        }
+        answer = self._client.request("GET", "/agents/deployments/history", params=params)
+        return Page[HistoryEntry].model_validate(answer)
+
+    def status(
+        self,
+        *,
+        environment_id: str | None = None,
+        agent: str | None = None,
+        state: list[str] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        org_slug: str | None = None,
+    ) -> StatusMatrix:
+        """The agent-by-environment status matrix (agents paged by `limit`/`offset`)."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "environmentId": environment_id,
+            "agent": agent,
+            "state": ",".join(state) if state else None,
+            "limit": limit,
+            "offset": offset,
+        }
+        answer = self._client.request("GET", "/agents/deployments/status", params=params)
+        return StatusMatrix.model_validate(answer)
+
+    def heatmap(
+        self,
+        *,
+        group_by: str = "environment",
+        bucket: str = "day",
+        metric: str = "count",
+        start: date | None = None,
+        end: date | None = None,
+        environment_id: str | None = None,
+        org_slug: str | None = None,
+    ) -> Heatmap:
+        params = {
+            "orgSlug": self._org(org_slug),
+            "groupBy": group_by,
+            "bucket": bucket,
+            "metric": metric,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "environmentId": environment_id,
+        }
+        answer = self._client.request("GET", "/agents/deployments/heatmap", params=params)
+        return Heatmap.model_validate(answer)
+
+    def metrics(
+        self,
+        *,
+        period: str = "week",
+        start: date | None = None,
+        end: date | None = None,
+        environment_id: str | None = None,
+        org_slug: str | None = None,
+    ) -> DeploymentMetrics:
+        params = {
+            "orgSlug": self._org(org_slug),
+            "period": period,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "environmentId": environment_id,
+        }
+        answer = self._client.request("GET", "/agents/deployments/metrics", params=params)
+        return DeploymentMetrics.model_validate(answer)
+
+    def settings(self, *, org_slug: str | None = None) -> DeploymentSettings:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("GET", "/agents/deployments/settings", params=params)
+        return DeploymentSettings.model_validate(answer)
+
+    def update_settings(self, *, stale_after_days: int, org_slug: str | None = None) -> DeploymentSettings:
+        payload = body(
+            DeploymentSettingsUpdate, org_slug=self._org(org_slug), stale_after_days=stale_after_days
+        )
+        answer = self._client.request("PUT", "/agents/deployments/settings", json=payload)
+        return DeploymentSettings.model_validate(answer)

@@ -101,23 +101,31 @@ def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
     from service.crypto import DecryptionFailed, cipher_for
+    from service.deployments.service import rotate_signing_keys
     from service.environments.service import rotate_secrets
     from service.migrate import upgrade
+    from service.notifications.service import rotate_channel_secrets
     from service.providers.service import rotate_provider_keys
 
     db = _database(settings)
     upgrade(db)
     try:
+        # One transaction: a value no key opens leaves every column as it was.
         with db.session(write=True) as session:
             cipher = cipher_for(settings)
             secrets = rotate_secrets(session, cipher=cipher)
             provider_keys = rotate_provider_keys(session, cipher)
+            channel_secrets = rotate_channel_secrets(session, cipher=cipher)
+            signing_keys = rotate_signing_keys(session, cipher=cipher)
     except DecryptionFailed as exc:
         print(f"error: {exc}; list every key still in use in ORGDECK_ENCRYPTION_KEYS", file=sys.stderr)
         return 1
     finally:
         db.dispose()
-    print(f"Re-encrypted {secrets} secrets and {provider_keys} provider keys under the first configured key.")
+    print(
+        f"Re-encrypted {secrets} secrets, {provider_keys} provider keys, {channel_secrets} channel "
+        f"secrets and {signing_keys} deployment signing keys under the first configured key."
+    )
     return 0
 
 

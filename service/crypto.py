@@ -11,7 +11,7 @@ import os
 from functools import cached_property
 
 from cryptography.fernet import Fernet, InvalidToken, MultiFernet
-from sqlalchemy import select, update
+from sqlalchemy import inspect, select, update
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from service.settings import Settings
@@ -76,7 +76,7 @@ def reencrypt_column(session: Session, *, cipher: Cipher, column: InstrumentedAt
     concurrently is never replaced by the older one read before it. Empty (NULL) values are skipped.
     """
     table = column.class_
-    primary_key = table.id
+    (primary_key,) = inspect(table).primary_key  # an id, or e.g. a signing key's environment_id
     rewritten = 0
     last_id = ""
     while True:

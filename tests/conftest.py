@@ -11,10 +11,11 @@ import os
 import subprocess
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -186,6 +187,17 @@ def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 6
             pass
         time.sleep(0.1)
     raise AssertionError(f"{url} did not come up in {timeout} s")
+
+
+def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "condition") -> Any:
+    """Poll until `condition()` is truthy (work done after a response, by a worker) and return it."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = condition()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
 
 
 def count_rows(db: Database, table: str) -> int:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from datetime import datetime
+
 import pytest
 from sqlalchemy import text
 
 from api.errors import BadRequest, NotFound, Unauthorized
-from tests.conftest import raw_database_contains
+from tests.conftest import raw_database_contains, wait_for
 
 
 def test_create_returns_the_value_once_and_listing_never_does(client, http, org):
@@ -29,8 +31,12 @@ def test_new_key_works_and_records_its_last_use(client, server, org):
     assert created.last_used_at is None
     with OrgdeckClient(server.url, created.key) as as_new_key:
         assert as_new_key.whoami().key_id == created.id
-    used = next(k for k in client.api_keys.list().items if k.id == created.id)
-    assert used.last_used_at is not None
+
+    def last_used() -> datetime | None:
+        return next(k for k in client.api_keys.list().items if k.id == created.id).last_used_at
+
+    # Recorded just after the answer, so a read-only request never waits for the write lock.
+    assert wait_for(last_used, what="lastUsedAt") is not None
 
 
 def test_listing_is_newest_first_and_hides_revoked_keys(client):

@@ -36,7 +36,7 @@ from service.bootstrap import create_org_with_key
 from service.db import Database, utcnow
 from service.events.service import record_event
 from service.migrate import upgrade
-from service.notifications.models import Delivery, DeliveryLog
+from service.notifications.models import Delivery
 from service.orgs.models import Organization
 from service.server import ServerThread
 from service.settings import Settings
@@ -410,34 +410,58 @@ def test_delivery_claimed_by_a_dead_worker_is_resumed_when_its_lease_expires(ser
 
 
 def test_killing_the_worker_process_mid_send_loses_nothing(service, tenant, receiver):
-    """A worker process is killed while a receiver holds its request; a new worker finishes all."""
-    url = receiver.script("/slow", (200, {}, 3.0), 200)
-    channel = tenant.client.notifications.create_channel("Slow", "webhook", url=url)
-    tenant.client.notifications.subscribe(channel.id, "deployment.complete")
+    """A worker process is SIGKILLed while a receiver holds its request; a new worker process ends
+    every delivery `sent` or `dead`, and the count of deliveries and attempts adds up."""
+    stalling = tenant.client.notifications.create_channel(
+        "Stalls", "webhook", url=receiver.script("/stalls", (200, {}, 3.0), 200)
+    )
+    refusing = tenant.client.notifications.create_channel(
+        "Refuses", "webhook", url=receiver.script("/refuses", 500)
+    )
+    for channel in (stalling, refusing):
+        tenant.client.notifications.subscribe(channel.id, "deployment.complete")
     service.stop_worker()
-    process = _worker_process(service.settings)
     try:
-        for index in range(4):
-            emit(service, tenant, "deployment.complete", jobId=f"job_{index}")
-        wait_for(lambda: receiver.at("/slow"), timeout=30, what="the worker process to start sending")
-        process.send_signal(signal.SIGKILL)
-        process.wait(timeout=10)
+        killed = _worker_process(service.settings)
+        try:
+            event_ids = {emit(service, tenant, "deployment.complete", jobId=f"job_{n}") for n in range(4)}
+            wait_for(lambda: receiver.at("/stalls"), timeout=30, what="the worker process to start sending")
+            killed.send_signal(signal.SIGKILL)
+            killed.wait(timeout=10)
+        finally:
+            _stop(killed)
+        assert len(receiver.at("/stalls")) == 1  # the kill landed while that request was held
+        restarted = _worker_process(service.settings)
+        try:
+            wait_for(
+                lambda: _deliveries_by_status(service, tenant.org_id) == {"sent": 4, "dead": 4},
+                timeout=30,
+                what="every delivery sent or dead",
+            )
+        finally:
+            _stop(restarted)
     finally:
-        if process.poll() is None:
-            process.kill()
         service.restart_worker()
 
-    wait_for(
-        lambda: _deliveries_by_status(service, tenant.org_id) == {"sent": 4}, timeout=30, what="all sent"
-    )
     with service.db.session() as session:
-        sent_logs = session.scalar(
-            select(func.count()).select_from(DeliveryLog).where(DeliveryLog.org_id == tenant.org_id)
-        )
-    assert sent_logs == 4  # one attempt each: the killed one left no log row and was redone
-    delivered_ids = {r.headers["webhook-id"] for r in receiver.at("/slow")}
-    assert len(delivered_ids) == 4
-    assert len(receiver.at("/slow")) == 5  # at least once: the interrupted one arrived twice
+        deliveries = session.execute(
+            select(Delivery.event_id, Delivery.channel_id).where(Delivery.org_id == tenant.org_id)
+        ).all()
+    assert sorted(deliveries) == sorted((e, c.id) for e in event_ids for c in (stalling, refusing))
+    # One attempt per stalled delivery: the killed one left no log row and was redone.
+    assert [e.status for e in attempts(tenant, stalling.id)] == ["sent"] * 4
+    refused = attempts(tenant, refusing.id)
+    assert sorted(e.status for e in refused) == ["dead"] * 4 + ["failed"] * 8
+    assert len({e.delivery_id for e in refused}) == 4
+    stalled_requests = receiver.at("/stalls")
+    assert len({r.headers["webhook-id"] for r in stalled_requests}) == 4
+    assert len(stalled_requests) == 5  # at least once: the interrupted one arrived twice
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.kill()
+        process.wait(timeout=10)
 
 
 def _worker_process(settings: Settings) -> subprocess.Popen[bytes]:

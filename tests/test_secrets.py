@@ -11,14 +11,18 @@ from dataclasses import dataclass
 
 import pytest
 from cryptography.fernet import Fernet
+from sqlalchemy import inspect, select
 
 from api import OrgdeckClient
 from api.environments import SECRET_VALUE_MAX_BYTES
 from api.errors import BadRequest, NotFound
 from service.crypto import Cipher, DecryptionFailed, cipher_for
 from service.db import Database
+from service.deployments.models import DeploymentSigningKey
+from service.environments.models import Secret
 from service.environments.service import decrypt_secret_values, rotate_secrets
 from service.migrate import upgrade
+from service.notifications.models import Channel
 from service.orgs.service import get_org
 from service.server import ServerThread
 from tests.conftest import count_rows, make_settings, new_org, raw_database_contains, scratch_database
@@ -184,8 +188,35 @@ def test_key_rotation_keeps_every_secret_readable(isolated):
         read_values(isolated.db, old, isolated.slug, environment.id, "ORG_WIDE")
 
 
+def stored_tokens(db: Database) -> dict[str, str]:
+    """The ciphertext of every encrypted value in the database, by table and row."""
+    columns = {
+        "secret": Secret.ciphertext,
+        "channel": Channel.secret_encrypted,
+        "signing key": DeploymentSigningKey.ciphertext,
+    }
+    with db.session() as session:
+        return {
+            f"{label} {row_id}": token
+            for label, column in columns.items()
+            for row_id, token in session.execute(select(inspect(column.class_).primary_key[0], column))
+        }
+
+
 def test_rotate_secrets_command(isolated, tmp_path):
     isolated.client.environments.secrets.set("CLI_ROTATED", "value-three")
+    channel = isolated.client.notifications.create_channel(
+        "Hook", "webhook", url="https://hooks.example.com/a"
+    )
+    target = isolated.client.environments.create(
+        "production", target="webhook", webhook_url="https://deploy.example.com/hook"
+    )
+    signing_key = isolated.client.deployments.create_signing_key(target.id)
+    old = Cipher([isolated.key])
+    before = stored_tokens(isolated.db)
+    assert sorted(old.decrypt(token) for token in before.values()) == sorted(
+        ["value-three", channel.signing_secret, signing_key.secret]
+    )
     new_key = Fernet.generate_key().decode()
     environment = {
         **os.environ,
@@ -201,9 +232,19 @@ def test_rotate_secrets_command(isolated, tmp_path):
     assert "first configured key" in help_text.stdout
     result = rotate_with(new_key, isolated.key)
     assert result.returncode == 0, result.stderr
-    assert result.stdout == "Re-encrypted 1 secrets and 0 provider keys under the first configured key.\n"
+    assert result.stdout == (
+        "Re-encrypted 1 secrets, 0 provider keys, 1 channel secrets and 1 deployment signing keys "
+        "under the first configured key.\n"
+    )
     rotated = read_values(isolated.db, Cipher([new_key]), isolated.slug, None, "CLI_ROTATED")
     assert rotated == {"CLI_ROTATED": "value-three"}
+    after = stored_tokens(isolated.db)
+    assert after.keys() == before.keys()
+    for row, token in after.items():
+        assert token != before[row], f"{row} still holds its old ciphertext"
+        assert Cipher([new_key]).decrypt(token) == old.decrypt(before[row])
+        with pytest.raises(DecryptionFailed):
+            old.decrypt(token)  # nothing is left that only the old key opens
     missing_key = rotate_with(isolated.key)  # the key the secret is under now is not configured
     assert missing_key.returncode == 1
     assert "ORGDECK_ENCRYPTION_KEYS" in missing_key.stderr

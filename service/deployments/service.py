@@ -16,7 +16,7 @@ from sqlalchemy.orm import Session
 from api.agents import canonical_json
 from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange
 from service.agents.models import Agent, AgentVersion
-from service.crypto import Cipher
+from service.crypto import Cipher, reencrypt_column
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
@@ -194,6 +194,11 @@ def create_signing_key(
     key.ciphertext = cipher.encrypt(value)
     session.flush()
     return key, value
+
+
+def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt every environment's deployment signing key under the first configured key."""
+    return reencrypt_column(session, cipher=cipher, column=DeploymentSigningKey.ciphertext)
 
 
 def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dict[str, Any]:

@@ -28,7 +28,7 @@ import httpx
 from sqlalchemy import Select, literal, or_, select
 from sqlalchemy.orm import Session
 
-from api.client import _retry_after
+from api.client import retry_after_seconds
 from api.common import format_timestamp
 from service.crypto import cipher_for
 from service.db import Database, utcnow
@@ -302,7 +302,7 @@ def _post(url: str, content: bytes, headers: dict[str, str], settings: Settings)
         response_status=status,
         latency_ms=_elapsed_ms(started),
         error=f"HTTP {status}" + (f": {excerpt}" if excerpt else ""),
-        retry_after=_retry_after(response),
+        retry_after=retry_after_seconds(response),
         gone=status == 410,
     )
 
