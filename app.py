@@ -85,6 +85,7 @@ navigation = st.navigation(
         "Agents": [
             st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
             st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
+            st.Page("pages/deployments.py", title="Deployments", icon=":material/rocket_launch:"),
         ],
         "Prompts": [
             st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),
@@ -95,6 +96,7 @@ navigation = st.navigation(
         ],
         "Settings": [
             st.Page("pages/api_keys.py", title="API keys", icon=":material/key:"),
+            st.Page("pages/notifications.py", title="Notifications", icon=":material/notifications:"),
         ],
     }
 )

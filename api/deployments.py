@@ -33,6 +33,7 @@ MetricsPeriod = Literal["day", "week", "month"]
 
 DEFAULT_JOB_PAGE_SIZE = 20
 DEFAULT_STALE_AFTER_DAYS = 7
+DEFAULT_STATUS_PAGE_SIZE = 200
 # Analytics cover at most two years per request; the default window is the last 90 days.
 MAX_ANALYTICS_DAYS = 731
 DEFAULT_ANALYTICS_DAYS = 90
@@ -163,6 +164,10 @@ class AgentStatus(Record):
     last_job_id: str | None = None
     since: Timestamp | None = None
     drift: list[FieldChange] = []
+    newer: list[FieldChange] = Field(
+        default=[],
+        description="What is newer than what runs: `version`, `promptPins.<name>` (whatever the state).",
+    )
     error: str | None = None
 
 

@@ -18,6 +18,7 @@ from api.common import (
     Record,
     Timestamp,
 )
+from api.deployments import JobStatus
 from api.resource import Resource, body
 
 if TYPE_CHECKING:
@@ -79,6 +80,15 @@ class ListEnvironments(OrgScoped):
     offset: PageOffset = 0
 
 
+class LastDeployment(Record):
+    """The newest deployment job of an environment, whatever its status."""
+
+    id: str
+    status: JobStatus
+    created_at: Timestamp
+    finished_at: Timestamp | None = None
+
+
 class Environment(Record):
     id: str
     name: str
@@ -86,6 +96,7 @@ class Environment(Record):
     target: Target
     webhook_url: str | None = None
     secret_count: int = Field(description="Secrets scoped to this environment (org-wide ones not counted).")
+    last_deployment: LastDeployment | None = Field(None, description="Its newest job; null before any.")
     created_at: Timestamp
     updated_at: Timestamp
 

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from api import OrgdeckClient
 from service.agents.demo import seed_agents
+from service.deployments.demo import seed_deployments
 from service.environments.demo import seed_environments
 from service.governance.demo import seed_governance
+from service.notifications.demo import seed_notifications
 from service.registries.demo import seed_registries
 from service.tools.demo import seed_tools
 
@@ -24,7 +26,16 @@ def seed_api_keys(client: OrgdeckClient) -> None:
 
 
 # Environments and tools come before any agents step: agents and deployments refer to them.
-STEPS = (seed_api_keys, seed_environments, seed_tools, seed_governance, seed_registries, seed_agents)
+STEPS = (
+    seed_api_keys,
+    seed_environments,
+    seed_tools,
+    seed_governance,
+    seed_registries,
+    seed_agents,
+    seed_deployments,
+    seed_notifications,
+)
 
 
 def seed(client: OrgdeckClient) -> None:

@@ -12,7 +12,9 @@ from api.errors import Unauthorized
 from service import demo
 from service.api_keys.service import create_key
 from service.db import Database
+from service.deployments.demo import seed_deployment_history
 from service.migrate import upgrade
+from service.notifications.demo import seed_delivery_history
 from service.orgs.service import create_org, get_org
 from service.server import ServerThread
 from service.settings import Settings
@@ -41,9 +43,12 @@ def start(settings: Settings) -> Embedded:
     upgrade(db)
     server = ServerThread(settings).start()
     api_key = _demo_key(db, settings.data_dir / KEY_FILE, server.url)
-    db.dispose()
     with OrgdeckClient(server.url, api_key, org_slug=DEMO_ORG) as client:
         demo.seed(client)
+    # Past deliveries cannot be made through the API (it stamps them now): written directly, once.
+    seed_delivery_history(db, org_slug=DEMO_ORG, retry_schedule=settings.notification_retry_schedule)
+    seed_deployment_history(db, org_slug=DEMO_ORG)
+    db.dispose()
     logger.info("Embedded service on %s, organization %s", server.url, DEMO_ORG)
     return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server)
 

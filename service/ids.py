@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import secrets
 import time
+from datetime import datetime
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lowercase
 
 
-def new_id(prefix: str) -> str:
-    """48 bits of milliseconds then 80 random bits, in 26 base32 characters."""
-    value = (int(time.time() * 1000) << 80) | secrets.randbits(80)
+def new_id(prefix: str, *, at: datetime | None = None) -> str:
+    """48 bits of milliseconds (now, or `at` for a record dated in the past) then 80 random bits,
+    in 26 base32 characters."""
+    seconds = at.timestamp() if at is not None else time.time()
+    value = (int(seconds * 1000) << 80) | secrets.randbits(80)
     chars = []
     for _ in range(26):
         value, digit = divmod(value, 32)

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from service.db import Database
 from service.deployments.runner import run_deployment_jobs
+from service.deployments.states import check_due_states
 from service.notifications.delivery import fan_out_events, send_due_deliveries
 from service.settings import Settings
 
@@ -27,7 +28,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return [run_deployment_jobs, fan_out_events, send_due_deliveries]
+    return [run_deployment_jobs, check_due_states, fan_out_events, send_due_deliveries]
 
 
 class Worker:

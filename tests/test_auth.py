@@ -64,6 +64,12 @@ ROUTES: list[tuple[str, str, dict[str, str], dict[str, Any] | None]] = [
     ("DELETE", "fleets/fleet_doesnotexist", {"orgSlug": "{org}"}, None),
     ("GET", "agents/deployment-jobs", {"orgSlug": "{org}"}, None),
     ("GET", "agents/deployment-jobs/job_doesnotexist", {"orgSlug": "{org}"}, None),
+    ("GET", "agents/deployments/heatmap", {"orgSlug": "{org}", "groupBy": "weekday_hour"}, None),
+    ("GET", "agents/deployments/metrics", {"orgSlug": "{org}", "period": "day"}, None),
+    ("GET", "agents/deployments/history", {"orgSlug": "{org}", "status": "error"}, None),
+    ("GET", "agents/deployments/status", {"orgSlug": "{org}", "state": "drifted"}, None),
+    ("GET", "agents/deployments/settings", {"orgSlug": "{org}"}, None),
+    ("PUT", "agents/deployments/settings", {}, {"orgSlug": "{org}", "staleAfterDays": 7}),
     ("POST", "fleets/fleet_doesnotexist/deploy", {}, {"orgSlug": "{org}", "environmentId": "env_x"}),
     (
         "POST",
@@ -88,6 +94,7 @@ ROUTES: list[tuple[str, str, dict[str, str], dict[str, Any] | None]] = [
     ),
     ("GET", "notifications/subscriptions", {"orgSlug": "{org}"}, None),
     ("GET", "notifications/logs", {"orgSlug": "{org}", "pagination[limit]": "5"}, None),
+    ("GET", "notifications/logs/stats", {"orgSlug": "{org}", "days": "7"}, None),
 ]
 ROUTE_IDS = [f"{method} {path}" for method, path, _, _ in ROUTES]
 

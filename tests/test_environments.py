@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import text
 
 from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
 from tests.conftest import count_rows
+from tests.test_deployments import versioned_agent, wait_for_end
 
 
 def test_create_get_and_list_with_secret_counts(client, http, org):
@@ -30,10 +32,12 @@ def test_create_get_and_list_with_secret_counts(client, http, org):
         "target",
         "webhookUrl",
         "secretCount",
+        "lastDeployment",
         "createdAt",
         "updatedAt",
     }
     assert fetched.json()["secretCount"] == 2
+    assert fetched.json()["lastDeployment"] is None
     listing = client.environments.list()
     assert [(e.name, e.secret_count) for e in listing.items] == [("eu-hook", 0), ("production", 2)]
     assert (listing.total, listing.limit, listing.offset) == (2, 50, 0)
@@ -94,6 +98,51 @@ def test_delete_removes_the_environment_and_its_secrets(client, db):
     assert [s.id for s in client.environments.secrets.list().items] == [kept.id]
     with pytest.raises(NotFound):
         client.environments.delete(environment.id)
+
+
+def test_list_carries_each_environments_newest_job(client):
+    staging = client.environments.create("staging")
+    production = client.environments.create("production")
+    client.environments.create("idle")
+    versioned_agent(client, "alpha")
+    wait_for_end(client, client.deployments.deploy(staging.id, ["alpha"]).id)
+    first = wait_for_end(client, client.deployments.deploy(production.id, ["alpha"]).id)
+    second = wait_for_end(client, client.deployments.deploy(production.id, ["alpha"], model="gpt-4.1").id)
+
+    listed = {e.name: e.last_deployment for e in client.environments.list().items}
+
+    assert listed["idle"] is None
+    assert listed["production"] is not None and listed["production"].id == second.id != first.id
+    assert (listed["production"].status, listed["production"].finished_at) == ("complete", second.finished_at)
+    assert listed["production"].created_at == second.created_at
+    assert listed["staging"] is not None and listed["staging"].id not in {first.id, second.id}
+    assert client.environments.get(production.id).last_deployment == listed["production"]
+
+
+def test_delete_is_refused_while_agents_are_deployed_there(client, http, org, db):
+    environment = client.environments.create("busy")
+    versioned_agent(client, "alpha")
+    versioned_agent(client, "beta")
+    wait_for_end(client, client.deployments.deploy(environment.id, ["alpha", "beta"]).id)
+
+    response = http.delete(
+        f"environments/{environment.id}", params={"orgSlug": org.slug}, headers=org.headers
+    )
+
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "in_use"
+    assert "2 agents are deployed" in response.json()["message"]
+    assert response.json()["details"][0]["field"] == "environmentId"
+    assert client.environments.get(environment.id).id == environment.id
+    client.agents.archive("alpha")
+    with pytest.raises(BadRequest, match="1 agent is deployed"):
+        client.environments.delete(environment.id)
+    client.agents.archive("beta")
+    assert client.environments.delete(environment.id).id == environment.id
+    with db.session() as session:
+        for table in ("deployment_jobs", "agent_deployments", "deployment_states"):
+            query = text(f"SELECT COUNT(*) FROM {table} WHERE environment_id = :id")  # noqa: S608
+            assert session.scalar(query, {"id": environment.id}) == 0, table
 
 
 BAD_CREATES = {

@@ -11,6 +11,7 @@ from sqlalchemy.orm import Session
 from api.agents import content_hash
 from service.agents.models import Agent, AgentTag, AgentVersion
 from service.db import insert_unless_taken, utcnow
+from service.deployments.states import forget_agent, refresh_agent
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import Fleet
 
@@ -107,6 +108,7 @@ def update_agent(session: Session, *, org_id: str, stable_key: str, changes: dic
     # Tag rows live in another table; the agent itself still counts as updated.
     agent.updated_at = utcnow()
     session.flush()
+    refresh_agent(session, agent_id=agent.id)
     return agent
 
 
@@ -115,6 +117,7 @@ def archive_agent(session: Session, *, org_id: str, stable_key: str) -> Agent:
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
     agent.archived_at = utcnow()
     session.flush()
+    forget_agent(session, agent_id=agent.id)
     return agent
 
 
@@ -139,6 +142,7 @@ def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVe
     session.add(version)
     agent.latest_version = version.number
     session.flush()
+    refresh_agent(session, agent_id=agent.id)
     return version
 
 

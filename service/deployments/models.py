@@ -1,9 +1,9 @@
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db import Base, UTCDateTime, utcnow
@@ -21,6 +21,15 @@ class DeploymentJob(Base):
             "ix_deployment_jobs_org_id_environment_id_status_id", "org_id", "environment_id", "status", "id"
         ),
         Index("ix_deployment_jobs_org_id_status_id", "org_id", "status", "id"),
+        # History pages newest first by date within a range; an environment's newest job.
+        Index("ix_deployment_jobs_org_id_created_at_id", "org_id", "created_at", "id"),
+        Index(
+            "ix_deployment_jobs_org_id_environment_id_created_at_id",
+            "org_id",
+            "environment_id",
+            "created_at",
+            "id",
+        ),
         # The worker's claim: pending jobs, and running ones whose lease has expired.
         Index("ix_deployment_jobs_status_lease_expires_at", "status", "lease_expires_at"),
     )
@@ -51,7 +60,8 @@ class DeploymentJobAgent(Base):
     """One agent of a job: the version and resolved config it deploys, and how that went."""
 
     __tablename__ = "deployment_job_agents"
-    __table_args__ = (Index("ix_deployment_job_agents_agent_id", "agent_id"),)
+    # An agent's history, and counts of results by agent and status, read from the index alone.
+    __table_args__ = (Index("ix_deployment_job_agents_agent_id_status", "agent_id", "status"),)
 
     job_id: Mapped[str] = mapped_column(
         ForeignKey("deployment_jobs.id", ondelete="CASCADE"), primary_key=True
@@ -98,3 +108,93 @@ class DeploymentSigningKey(Base):
     # Fernet token of the `whsec_…` value (see service.crypto).
     ciphertext: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DeploymentRollup(Base):
+    """Ended jobs of an environment per UTC day of creation (service.deployments.analytics)."""
+
+    __tablename__ = "deployment_rollups"
+    __table_args__ = (
+        # Every column, so that a range of the org's days is read from the index alone: by day, and
+        # by week in the order that groups weeks without sorting.
+        Index("ix_deployment_rollups_org_id_day", "org_id", "day", "environment_id", "jobs", "failures"),
+        Index(
+            "ix_deployment_rollups_org_id_week", "org_id", "week", "environment_id", "day", "jobs", "failures"
+        ),
+    )
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    week: Mapped[date] = mapped_column(Date)  # the Monday of `day`
+    jobs: Mapped[int] = mapped_column(Integer)
+    failures: Mapped[int] = mapped_column(Integer)
+
+
+class DeploymentHourlyRollup(Base):
+    """Ended jobs of an environment per UTC hour of creation: what the weekday-by-hour heatmap reads."""
+
+    __tablename__ = "deployment_hourly_rollups"
+    __table_args__ = (
+        Index(
+            "ix_deployment_hourly_rollups_org_id_day",
+            "org_id",
+            "day",
+            "hour",
+            "environment_id",
+            "jobs",
+            "failures",
+        ),
+    )
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    day: Mapped[date] = mapped_column(Date, primary_key=True)
+    hour: Mapped[int] = mapped_column(Integer, primary_key=True)
+    jobs: Mapped[int] = mapped_column(Integer)
+    failures: Mapped[int] = mapped_column(Integer)
+
+
+class DeploymentState(Base):
+    """The status of an agent in an environment, kept current as its inputs change.
+
+    A row exists once a job has ended for the pair (no row: not deployed). `tool_hashes` holds the
+    deployed hash of each referenced tool as it was when the running config was deployed;
+    `check_at` is when the pair must be evaluated again without any change (its stale deadline,
+    or the next look at its pinned prompts); `cell` is the pair's `AgentStatus` as JSON text,
+    written by each evaluation, which the status matrix reads as it is.
+    """
+
+    __tablename__ = "deployment_states"
+    __table_args__ = (
+        Index("ix_deployment_states_org_id_state", "org_id", "state"),
+        Index("ix_deployment_states_environment_id", "environment_id"),
+        Index("ix_deployment_states_check_at", "check_at"),
+    )
+
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    state: Mapped[str] = mapped_column(String(20))
+    since: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    tool_hashes: Mapped[dict[str, str | None]] = mapped_column(JSON, default=dict)
+    error: Mapped[str | None] = mapped_column(String(2000))
+    last_job_id: Mapped[str | None] = mapped_column(String(40))
+    check_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    cell: Mapped[str] = mapped_column(Text, default="")
+
+
+class DeploymentPolicy(Base):
+    """An organization's deployment settings; without a row the defaults apply."""
+
+    __tablename__ = "deployment_policies"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    stale_after_days: Mapped[int] = mapped_column(Integer)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)

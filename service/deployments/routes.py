@@ -1,23 +1,37 @@
 from __future__ import annotations
 
+from datetime import date
 from typing import Annotated
 
 from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
 
-from api.common import Page
+from api.common import DEFAULT_PAGE_SIZE, Page
 from api.deployments import (
+    AGENT_STATES,
     DEFAULT_JOB_PAGE_SIZE,
+    DEFAULT_STATUS_PAGE_SIZE,
     AgentPreview,
     DeploymentJob,
+    DeploymentMetrics,
     DeploymentPreview,
     DeploymentRequest,
+    DeploymentSettings,
+    DeploymentSettingsUpdate,
     FleetDeploymentRequest,
+    Heatmap,
+    HeatmapBucket,
+    HeatmapGroupBy,
+    HeatmapMetric,
+    HistoryEntry,
+    MetricsPeriod,
     SigningKey,
     SigningKeyRequest,
+    StatusMatrix,
 )
 from service.crypto import cipher_for
-from service.deployments import service
-from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
+from service.deployments import analytics, history, service, states
+from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
 from service.errors import InvalidInput
 
 router = APIRouter(tags=["Deployments"])
@@ -131,3 +145,148 @@ def get_job(
     """One job with each agent's result."""
     job = service.get_job(session, org_id=caller.org_id_for(org_slug), job_id=job_id)
     return DeploymentJob.model_validate(job)
+
+
+StartQuery = Annotated[
+    date | None,
+    Query(description="First UTC day (YYYY-MM-DD), inclusive; default: 90 days before `end`."),
+]
+EndQuery = Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive; default: today.")]
+EnvironmentFilter = Annotated[
+    str | None, Query(alias="environmentId", max_length=40, description="Only this environment.")
+]
+
+
+@router.get("/agents/deployments/heatmap", response_model=Heatmap)
+def deployment_heatmap(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    group_by: Annotated[HeatmapGroupBy, Query(alias="groupBy")] = "environment",
+    bucket: Annotated[HeatmapBucket, Query(description="Columns of groupBy=environment.")] = "day",
+    metric: HeatmapMetric = "count",
+    start: StartQuery = None,
+    end: EndQuery = None,
+    environment_id: EnvironmentFilter = None,
+) -> Response:
+    """Ended jobs (by the UTC day and hour they were created) per environment and day or week, per
+    agent and environment, or per weekday and hour; at most 731 days."""
+    body = analytics.heatmap(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        group_by=group_by,
+        bucket=bucket,
+        metric=metric,
+        start=start,
+        end=end,
+        environment_id=environment_id,
+    )
+    return Response(body, media_type="application/json")
+
+
+@router.get("/agents/deployments/metrics", response_model=DeploymentMetrics)
+def deployment_metrics(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    period: MetricsPeriod = "week",
+    start: StartQuery = None,
+    end: EndQuery = None,
+    environment_id: EnvironmentFilter = None,
+) -> DeploymentMetrics:
+    """Deployment frequency, change failure rate, median duration and time to restore, over the
+    range, per period and per environment; at most 731 days."""
+    return analytics.metrics(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        period=period,
+        start=start,
+        end=end,
+        environment_id=environment_id,
+    )
+
+
+AgentFilter = Annotated[str | None, Query(max_length=100, description="Only this agent (its stableKey).")]
+
+
+@router.get("/agents/deployments/history", response_model=Page[HistoryEntry])
+def deployment_history(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    agent: AgentFilter = None,
+    environment_id: EnvironmentFilter = None,
+    status: Annotated[
+        list[str],
+        Query(description="Agent results (pending, complete, error), repeated or comma-separated."),
+    ] = [],  # noqa: B006 (FastAPI copies defaults)
+    start: Annotated[date | None, Query(description="First UTC day (YYYY-MM-DD), inclusive.")] = None,
+    end: Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive.")] = None,
+    limit: LimitQuery = DEFAULT_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Page[HistoryEntry]:
+    """Each agent's part in each job: what was deployed where and how it went, newest first."""
+    entries, total = history.list_history(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        stable_key=agent,
+        environment_id=environment_id,
+        statuses=service.parse_statuses(status, allowed=history.AGENT_RESULT_STATUSES),
+        start=start,
+        end=end,
+        limit=limit,
+        offset=offset,
+    )
+    return Page[HistoryEntry](items=entries, limit=limit, offset=offset, total=total)
+
+
+@router.get("/agents/deployments/status", response_model=StatusMatrix)
+def deployment_status(
+    org_slug: OrgSlugQuery,
+    caller: CurrentCaller,
+    session: DbSession,
+    environment_id: EnvironmentFilter = None,
+    agent: AgentFilter = None,
+    state: Annotated[
+        list[str],
+        Query(
+            description="Only pairs in these states (in_sync, drifted, stale, error, not_deployed), "
+            "repeated or comma-separated; agents without one leave the page."
+        ),
+    ] = [],  # noqa: B006 (FastAPI copies defaults)
+    limit: Annotated[
+        int, Query(ge=1, le=1000, description="Agents per page (1..1000), each with every environment.")
+    ] = DEFAULT_STATUS_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> Response:
+    """Each agent in each environment: what runs, what is newest, and the state (counts over the org)."""
+    body = states.status_matrix(
+        session,
+        org_id=caller.org_id_for(org_slug),
+        environment_id=environment_id,
+        stable_key=agent,
+        states=service.parse_statuses(state, allowed=AGENT_STATES, field="state"),
+        limit=limit,
+        offset=offset,
+    )
+    return Response(body, media_type="application/json")
+
+
+@router.get("/agents/deployments/settings", response_model=DeploymentSettings)
+def deployment_settings(
+    org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+) -> DeploymentSettings:
+    """The organization's deployment settings (defaults until set)."""
+    days = states.get_stale_after_days(session, org_id=caller.org_id_for(org_slug))
+    return DeploymentSettings(stale_after_days=days)
+
+
+@router.put("/agents/deployments/settings", response_model=DeploymentSettings)
+def update_deployment_settings(
+    body: DeploymentSettingsUpdate, caller: CurrentCaller, session: DbSession
+) -> DeploymentSettings:
+    """Set the stale threshold; every pair of the organization is re-evaluated under it at once."""
+    days = states.update_settings(
+        session, org_id=caller.org_id_for(body.org_slug), stale_after_days=body.stale_after_days
+    )
+    return DeploymentSettings(stale_after_days=days)

@@ -29,12 +29,14 @@ from sqlalchemy.orm import Session
 
 from service.crypto import DecryptionFailed, cipher_for
 from service.db import Database, insert_unless_taken, utcnow
+from service.deployments.analytics import record_job_end
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
     DeploymentJobAgent,
     DeploymentSigningKey,
 )
+from service.deployments.states import record_job_outcome
 from service.environments.models import Environment
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
@@ -277,6 +279,7 @@ def _end_job(session: Session, job: DeploymentJob, outcome: Outcome, *, message:
     job.status = "complete" if not failed else "error" if len(failed) == len(job.agent_rows) else "partial"
     job.message = message or _summary(len(job.agent_rows), failed)
     job.finished_at = utcnow()
+    record_job_end(session, job)
     job.lease_token = None
     job.lease_expires_at = None
     environment = session.get(Environment, job.environment_id)
@@ -295,6 +298,7 @@ def _end_job(session: Session, job: DeploymentJob, outcome: Outcome, *, message:
     for row in failed:
         payload = where | {"stableKey": row.stable_key, "version": row.version, "error": row.error}
         record_event(session, org_id=job.org_id, type="agent.error", payload=payload)
+    record_job_outcome(session, job=job)
 
 
 def _summary(total: int, failed: list[DeploymentJobAgent]) -> str:

@@ -159,14 +159,16 @@ def list_jobs(
     return jobs[:limit], next_cursor
 
 
-def parse_statuses(values: Sequence[str]) -> list[str]:
-    """Statuses given repeated (`status=a&status=b`) or comma-separated (`status=a,b`), checked."""
+def parse_statuses(
+    values: Sequence[str], *, allowed: Sequence[str] = JOB_STATUSES, field: str = "status"
+) -> list[str]:
+    """Values given repeated (`status=a&status=b`) or comma-separated (`status=a,b`), checked."""
     statuses = [part.strip() for value in values for part in value.split(",") if part.strip()]
-    unknown = [status for status in statuses if status not in JOB_STATUSES]
+    unknown = [status for status in statuses if status not in allowed]
     if unknown:
         raise InvalidInput(
-            f"Unknown status {', '.join(repr(s) for s in unknown)}; use {', '.join(JOB_STATUSES)}",
-            field="status",
+            f"Unknown {field} {', '.join(repr(s) for s in unknown)}; use {', '.join(allowed)}",
+            field=field,
         )
     return statuses
 

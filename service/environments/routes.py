@@ -1,11 +1,16 @@
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Query
+from sqlalchemy import Row
+from sqlalchemy.orm import Session
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.environments import (
     CreateEnvironment,
     Environment,
+    LastDeployment,
     ListEnvironments,
     Secret,
     SetSecret,
@@ -14,6 +19,7 @@ from api.environments import (
 from service.crypto import cipher_for
 from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
 from service.environments import service
+from service.environments.models import Environment as EnvironmentRow
 
 router = APIRouter(prefix="/environments", tags=["Environments and secrets"])
 
@@ -78,7 +84,7 @@ def create_environment(body: CreateEnvironment, caller: CurrentCaller, session: 
 
 @router.post("/list", response_model=Page[Environment])
 def list_environments(body: ListEnvironments, caller: CurrentCaller, session: DbSession) -> Page[Environment]:
-    """The organization's environments by name, each with its secret count."""
+    """The organization's environments by name, each with its secret count and newest job."""
     environments, total = service.list_environments(
         session,
         org_id=caller.org_id_for(body.org_slug),
@@ -87,8 +93,9 @@ def list_environments(body: ListEnvironments, caller: CurrentCaller, session: Db
         limit=body.limit,
         offset=body.offset,
     )
+    last = service.last_deployments(session, environment_ids=[e.id for e in environments])
     return Page[Environment](
-        items=[Environment.model_validate(e) for e in environments],
+        items=[_environment(e, last.get(e.id)) for e in environments],
         limit=body.limit,
         offset=body.offset,
         total=total,
@@ -102,7 +109,7 @@ def get_environment(
     environment = service.get_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
     )
-    return Environment.model_validate(environment)
+    return _with_last_deployment(session, environment)
 
 
 @router.patch("/{environment_id}", response_model=Environment)
@@ -116,15 +123,28 @@ def update_environment(
         environment_id=environment_id,
         changes=body.model_dump(exclude={"org_slug"}, exclude_unset=True, by_alias=False),
     )
-    return Environment.model_validate(environment)
+    return _with_last_deployment(session, environment)
 
 
 @router.delete("/{environment_id}", response_model=Environment)
 def delete_environment(
     environment_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
 ) -> Environment:
-    """Delete an environment with its secrets and tool deployment records."""
+    """Delete an environment with its secrets, tool deployment records and jobs; refused (400
+    `in_use`) while agents are deployed there."""
     environment = service.delete_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
     )
     return Environment.model_validate(environment)
+
+
+def _with_last_deployment(session: Session, environment: EnvironmentRow) -> Environment:
+    last = service.last_deployments(session, environment_ids=[environment.id])
+    return _environment(environment, last.get(environment.id))
+
+
+def _environment(environment: EnvironmentRow, last: Row[Any] | None) -> Environment:
+    """The wire record with its newest job, which the caller fetched (for a whole page at once)."""
+    record = Environment.model_validate(environment)
+    record.last_deployment = LastDeployment.model_validate(last) if last is not None else None
+    return record

@@ -6,14 +6,16 @@ A secret's value goes into the cipher on the way in and comes out only through
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
+from service.agents.models import Agent
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
+from service.deployments.models import AgentDeployment, DeploymentJob
 from service.environments.models import Environment, Secret
 from service.errors import AlreadyExists, InvalidInput, NotFound
 
@@ -87,9 +89,46 @@ def update_environment(
     return environment
 
 
+def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dict[str, Row[Any]]:
+    """The newest job of each environment that has one, in one query (one index seek each)."""
+    if not environment_ids:
+        return {}
+    newest = (
+        select(DeploymentJob.id)
+        .where(DeploymentJob.org_id == Environment.org_id, DeploymentJob.environment_id == Environment.id)
+        .order_by(DeploymentJob.created_at.desc(), DeploymentJob.id.desc())
+        .limit(1)
+        .correlate(Environment)
+        .scalar_subquery()
+    )
+    query = select(
+        DeploymentJob.id,
+        DeploymentJob.environment_id,
+        DeploymentJob.status,
+        DeploymentJob.created_at,
+        DeploymentJob.finished_at,
+    ).where(DeploymentJob.id.in_(select(newest).where(Environment.id.in_(environment_ids))))
+    return {row.environment_id: row for row in session.execute(query)}
+
+
 def delete_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
-    """Delete an environment; its secrets and tool deployment records go with it (foreign keys)."""
+    """Delete an environment where no agent is deployed; its secrets, tool deployment records and
+    jobs go with it (foreign keys)."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    deployed = session.scalar(
+        select(func.count())
+        .select_from(AgentDeployment)
+        .join(Agent, Agent.id == AgentDeployment.agent_id)
+        .where(AgentDeployment.environment_id == environment.id, Agent.archived_at.is_(None))
+    )
+    if deployed:
+        agents = "1 agent is" if deployed == 1 else f"{deployed} agents are"
+        raise InvalidInput(
+            f"Environment '{environment.name}' cannot be deleted while agents run there: {agents} "
+            "deployed to it (archived agents do not count)",
+            field="environmentId",
+            code="in_use",
+        )
     session.delete(environment)
     session.flush()
     return environment

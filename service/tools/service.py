@@ -10,6 +10,7 @@ from sqlalchemy.orm import Session
 
 from api.tools import HISTORY_SHOWN
 from service.db import insert_unless_taken, utcnow
+from service.deployments.states import refresh_tool
 from service.environments.models import Environment
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
@@ -96,11 +97,13 @@ def record_tool_deployment(
             org_id=org_id, environment_id=target.id, tool_key=tool_key, **deployed, **described
         )
         if insert_unless_taken(session, created):
+            refresh_tool(session, environment_id=target.id, tool_key=tool_key)
             return _with_history(session, [created])[0]
         # A concurrent request created it meanwhile: update that one instead.
         record = _find_record(session, environment_id=target.id, tool_key=tool_key)
         assert record is not None
-    if (record.version, record.hash) != (version, hash):
+    moved = (record.version, record.hash) != (version, hash)
+    if moved:
         now = utcnow()
         session.add(
             ToolDeploymentHistory(
@@ -117,6 +120,8 @@ def record_tool_deployment(
     for field, value in {**deployed, **described}.items():
         setattr(record, field, value)
     session.flush()
+    if moved:
+        refresh_tool(session, environment_id=target.id, tool_key=tool_key)
     return _with_history(session, [record])[0]
 
 

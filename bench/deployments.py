@@ -1,0 +1,449 @@
+"""Deployment reads at 1,000,000 jobs: the jobs list, the heatmap and the status matrix.
+
+    .venv/bin/python bench/deployments.py                 # fresh SQLite, about a quarter of an hour
+    .venv/bin/python -m bench.deployments --database-url postgresql://postgres@127.0.0.1:5432/bench
+
+Creates 20 environments and 200 versioned agents through the API, then seeds at the database
+level 1,000,000 ended jobs over the last two years (1 to 3 agents each, a tenth of them failed or
+partial), what runs of every agent in every environment with the 4,000 pairs' states, and recounts
+the rollups the heatmaps read (`rebuild_rollups`). Then measures on the same service, next to the
+authenticated baseline GET /api/api-keys?orgSlug=:
+
+- the jobs list filtered by `status` and `environmentId` (reach: median ≤ 2x the baseline's),
+- the heatmap of the last 365 days by day, every environment (reach: median ≤ 3x), and the
+  same by week,
+- the status matrix as the console first asks for it (reach: median ≤ 3x; n/a without the route).
+
+Then times single requests, with no other load, of the analytics not loaded above: the
+weekday-by-hour and agent heatmaps and the metrics.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import statistics
+import sys
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlencode
+
+import httpx
+from sqlalchemy import JSON, insert, select
+
+if not __package__:  # run as a script: make the repository importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from api.deployments import AgentStatus, FieldChange
+from bench.common import (
+    BenchError,
+    OrgdeckService,
+    OrgKey,
+    Series,
+    Target,
+    add_arguments,
+    describe_setup,
+    format_table,
+    load_settings,
+    measure,
+    orgdeck_service,
+    ratio,
+    scratch_directory,
+    times,
+)
+from bench.notifications import open_database, org_id_of
+from service.agents.models import Agent
+from service.db import Database, utcnow
+from service.deployments.analytics import rebuild_rollups
+from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentJobAgent, DeploymentState
+from service.ids import new_id
+
+JOBS = 1_000_000
+ENVIRONMENTS = 20
+AGENTS = 200
+SPAN_DAYS = 730
+# Job outcomes; a partial job has two or three agents, the first of which failed.
+OUTCOMES = {"complete": 0.9, "error": 0.06, "partial": 0.04}
+PAIR_STATES = {"in_sync": 0.85, "stale": 0.05, "drifted": 0.05, "error": 0.05}
+SEED_BATCH = 20_000
+CONFIG_HASH = "0" * 64
+CREATE_THREADS = 4
+# Distinct paths each target cycles through, so no one query stays hot.
+PATHS_PER_TARGET = 20
+HEATMAP_DAYS = 365
+REACH = {"jobs": 2.0, "heatmap": 3.0, "heatmap_week": 3.0, "status": 3.0}
+SINGLE_REQUESTS = 3
+
+
+# --- Seeding -----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    org_id: str
+    environment_ids: list[str]
+    agents: list[tuple[str, str]]  # (id, stableKey)
+
+
+def create_catalogue(base_url: str, org: OrgKey, db: Database) -> Catalogue:
+    """Environments and agents with a version each, made through the API as a pipeline would."""
+    with httpx.Client(base_url=base_url, headers=org.headers, timeout=60) as http:
+
+        def environment(index: int) -> str:
+            answer = http.post("/api/environments", json={"orgSlug": org.slug, "name": f"env-{index:02d}"})
+            answer.raise_for_status()
+            return answer.json()["id"]
+
+        def agent(index: int) -> None:
+            key = f"agent-{index:03d}"
+            body = {"orgSlug": org.slug, "stableKey": key, "provider": "openai"}
+            http.post("/api/agents", json=body).raise_for_status()
+            http.post(f"/api/agents/{key}/versions", json={"orgSlug": org.slug}).raise_for_status()
+
+        with ThreadPoolExecutor(CREATE_THREADS) as pool:
+            environment_ids = list(pool.map(environment, range(ENVIRONMENTS)))
+            list(pool.map(agent, range(AGENTS)))
+    org_id = org_id_of(db, org.slug)
+    with db.session() as session:
+        query = select(Agent.id, Agent.stable_key).where(Agent.org_id == org_id).order_by(Agent.stable_key)
+        agents = [(agent_id, key) for agent_id, key in session.execute(query)]
+    return Catalogue(org_id, environment_ids, agents)
+
+
+Rows = dict[str, list[dict[str, Any]]]
+
+
+def job_batches(catalogue: Catalogue, now: datetime, jobs: int) -> Iterator[Rows]:
+    """`jobs` ended jobs, oldest first and evenly spread over SPAN_DAYS, with their agents' results."""
+    rng = random.Random(2026)
+    outcomes, weights = list(OUTCOMES), list(OUTCOMES.values())
+    step = timedelta(days=SPAN_DAYS) / jobs
+    start = now - timedelta(days=SPAN_DAYS)
+    batch: Rows = {"jobs": [], "agents": []}
+    for index in range(jobs):
+        created = start + step * (index + rng.random())
+        status = rng.choices(outcomes, weights)[0]
+        agents = rng.sample(catalogue.agents, rng.randint(2, 3) if status == "partial" else rng.randint(1, 3))
+        started = created + timedelta(seconds=rng.uniform(1, 30))
+        job_id = new_id("job", at=created)
+        batch["jobs"].append(
+            {
+                "id": job_id,
+                "org_id": catalogue.org_id,
+                "environment_id": catalogue.environment_ids[index % ENVIRONMENTS],
+                "status": status,
+                "message": None,
+                "attempts": 1,
+                "lease_token": None,
+                "lease_expires_at": None,
+                "created_at": created,
+                "started_at": started,
+                "finished_at": started + timedelta(seconds=rng.uniform(5, 600)),
+            }
+        )
+        for position, (agent_id, key) in enumerate(agents):
+            failed = status == "error" or (status == "partial" and position == 0)
+            batch["agents"].append(
+                {
+                    "job_id": job_id,
+                    "agent_id": agent_id,
+                    "stable_key": key,
+                    "version": 1,
+                    "config": {},
+                    "config_hash": CONFIG_HASH,
+                    "status": "error" if failed else "complete",
+                    "error": "The target answered HTTP 503" if failed else None,
+                }
+            )
+        if len(batch["jobs"]) == SEED_BATCH:
+            yield batch
+            batch = {"jobs": [], "agents": []}
+    if batch["jobs"]:
+        yield batch
+
+
+def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
+    """What runs of every agent in every environment, and each pair's state with its status cell."""
+    rng = random.Random(7)
+    states, weights = list(PAIR_STATES), list(PAIR_STATES.values())
+    drift = [FieldChange(field="draft.providerConfig.temperature", kind="changed", before=0.2, after=0.7)]
+    deployed, pairs = [], []
+    for environment_id in catalogue.environment_ids:
+        for agent_id, key in catalogue.agents:
+            since = now - timedelta(days=rng.uniform(0, 60))
+            state = rng.choices(states, weights)[0]
+            job_id = new_id("job", at=since)
+            error = "The target answered HTTP 503" if state == "error" else None
+            deployed.append(
+                {
+                    "id": new_id("dep", at=since),
+                    "org_id": catalogue.org_id,
+                    "environment_id": environment_id,
+                    "agent_id": agent_id,
+                    "version": 1,
+                    "config": {},
+                    "config_hash": CONFIG_HASH,
+                    "job_id": job_id,
+                    "deployed_at": since,
+                }
+            )
+            status = AgentStatus(
+                stable_key=key,
+                agent_name=key,
+                environment_id=environment_id,
+                state=state,
+                deployed_version=1,
+                latest_version=1,
+                deployed_at=since,
+                last_job_id=job_id,
+                since=since,
+                drift=drift if state == "drifted" else [],
+                error=error,
+            )
+            pairs.append(
+                {
+                    "agent_id": agent_id,
+                    "environment_id": environment_id,
+                    "org_id": catalogue.org_id,
+                    "state": state,
+                    "since": since,
+                    "tool_hashes": {},
+                    "error": error,
+                    "last_job_id": job_id,
+                    "check_at": None,
+                    "cell": status.model_dump_json(),
+                }
+            )
+    return {"deployed": deployed, "pairs": pairs}
+
+
+ROLLUP_TABLES = ("deployment_rollups", "deployment_hourly_rollups")
+MODELS = {
+    "jobs": DeploymentJob,
+    "agents": DeploymentJobAgent,
+    "deployed": AgentDeployment,
+    "pairs": DeploymentState,
+}
+
+
+def seed(db: Database, catalogue: Catalogue, jobs: int) -> None:
+    """Write the jobs and the pairs in one transaction (executemany on SQLite, COPY on PostgreSQL),
+    then recount the rollups."""
+    started = time.monotonic()
+    now = utcnow()
+    batches = itertools.chain(job_batches(catalogue, now, jobs), [pair_rows(catalogue, now)])
+    if db.is_sqlite:
+        with db.session(write=True) as session:
+            for batch in batches:
+                for name, rows in batch.items():
+                    session.execute(insert(MODELS[name]), rows)
+    else:
+        copy_rows(db, batches)
+    written = time.monotonic()
+    with db.session(write=True) as session:
+        rebuild_rollups(session, org_id=catalogue.org_id)
+    analyze(db)
+    print(
+        f"Seeded {jobs:,} jobs in {written - started:.1f} s, rebuilt the rollups in "
+        f"{time.monotonic() - written:.1f} s",
+        file=sys.stderr,
+    )
+
+
+def copy_rows(db: Database, batches: Iterable[Rows]) -> None:
+    """PostgreSQL's COPY, a statement per table and batch, all in one transaction."""
+    raw = db.engine.raw_connection()
+    try:
+        with raw.cursor() as cursor:
+            for batch in batches:
+                for name, rows in batch.items():
+                    table = MODELS[name].__table__
+                    columns = list(rows[0])
+                    as_json = {column.name for column in table.columns if isinstance(column.type, JSON)}
+                    with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:  # type: ignore[attr-defined]
+                        for row in rows:
+                            copy.write_row([json.dumps(row[c]) if c in as_json else row[c] for c in columns])
+        raw.commit()
+    finally:
+        raw.close()
+
+
+def analyze(db: Database) -> None:
+    """What autovacuum does to tables this size soon after: statistics and, on PostgreSQL, the
+    visibility map (without which it cannot read an index alone)."""
+    if db.is_sqlite:
+        return
+    with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
+        for table in [model.__tablename__ for model in MODELS.values()] + list(ROLLUP_TABLES):
+            connection.exec_driver_sql(f"VACUUM ANALYZE {table}")
+
+
+# --- Targets -----------------------------------------------------------------------------------
+
+
+def path(route: str, org: OrgKey, **query: str) -> str:
+    return f"/api/{route}?" + urlencode({"orgSlug": org.slug, **query})
+
+
+def jobs_paths(org: OrgKey, catalogue: Catalogue) -> list[str]:
+    """Each environment's failed jobs, newest first (the default page of 20)."""
+    return [
+        path("agents/deployment-jobs", org, status="error", environmentId=environment_id)
+        for environment_id in catalogue.environment_ids[:PATHS_PER_TARGET]
+    ]
+
+
+def heatmap_paths(org: OrgKey, **query: str) -> list[str]:
+    """The last HEATMAP_DAYS days, ending on each of the last PATHS_PER_TARGET days."""
+    today = utcnow().date()
+    ends = [today - timedelta(days=days) for days in range(PATHS_PER_TARGET)]
+    return [
+        path(
+            "agents/deployments/heatmap",
+            org,
+            start=(end - timedelta(days=HEATMAP_DAYS - 1)).isoformat(),
+            end=end.isoformat(),
+            **query,
+        )
+        for end in ends
+    ]
+
+
+def cycling(label: str, service: OrgdeckService, org: OrgKey, paths: list[str]) -> Target:
+    return Target(label, service, paths[0], org.headers, paths)
+
+
+def answers_200(base_url: str, org: OrgKey, route: str) -> bool:
+    return httpx.get(base_url + route, headers=org.headers, timeout=120).status_code == 200
+
+
+def prime(base_url: str, org: OrgKey, targets: Sequence[Target]) -> None:
+    """Ask for every path once, one at a time: freshly seeded tables are cold, and 32 connections
+    of first requests can outlast a warm-up in which wrk must see one answer."""
+    with httpx.Client(base_url=base_url, headers=org.headers, timeout=300) as http:
+        for target in targets:
+            for route in target.paths or [target.path]:
+                http.get(route).raise_for_status()
+
+
+def single_requests(base_url: str, org: OrgKey) -> list[list[str]]:
+    """Median and worst of SINGLE_REQUESTS sequential calls of each analytics request."""
+    today = utcnow().date()
+    quarter = {"start": (today - timedelta(days=89)).isoformat(), "end": today.isoformat()}
+    year = {"start": (today - timedelta(days=HEATMAP_DAYS - 1)).isoformat(), "end": today.isoformat()}
+    calls = [
+        (
+            "heatmap, 365 days weekday x hour",
+            path("agents/deployments/heatmap", org, groupBy="weekday_hour", **year),
+        ),
+        (
+            "heatmap, 90 days agent x environment",
+            path("agents/deployments/heatmap", org, groupBy="agent", **quarter),
+        ),
+        ("metrics, 90 days by week", path("agents/deployments/metrics", org, period="week", **quarter)),
+        ("metrics, 365 days by month", path("agents/deployments/metrics", org, period="month", **year)),
+    ]
+    rows = []
+    with httpx.Client(base_url=base_url, headers=org.headers, timeout=300) as http:
+        for label, route in calls:
+            elapsed = []
+            for _ in range(SINGLE_REQUESTS):
+                began = time.perf_counter()
+                http.get(route).raise_for_status()
+                elapsed.append((time.perf_counter() - began) * 1000)
+            rows.append([label, f"{statistics.median(elapsed):.1f}", f"{max(elapsed):.1f}"])
+    return rows
+
+
+# --- Reporting ---------------------------------------------------------------------------------
+
+
+def load_rows(baseline: Series, measured: Sequence[tuple[str, Series | None]]) -> list[list[str]]:
+    rows = [[baseline.label, *figures(baseline), "1.00x", "1.00x", "", ""]]
+    for key, series in measured:
+        if series is None:
+            rows.append([LABELS[key], "n/a", "n/a", "n/a", "n/a", "n/a", f"≤ {times(REACH[key])}", "n/a"])
+            continue
+        median = ratio(series.p50_ms, baseline.p50_ms)
+        rows.append(
+            [
+                series.label,
+                *figures(series),
+                times(median),
+                times(ratio(series.p99_ms, baseline.p99_ms)),
+                f"≤ {times(REACH[key])}",
+                "reached" if median <= REACH[key] else "NOT reached",
+            ]
+        )
+    return rows
+
+
+def figures(series: Series) -> list[str]:
+    return [f"{series.requests_per_second:,.0f}", f"{series.p50_ms:.2f}", f"{series.p99_ms:.2f}"]
+
+
+LABELS = {
+    "jobs": "jobs, status + environmentId",
+    "heatmap": f"heatmap, {HEATMAP_DAYS} days x environments",
+    "heatmap_week": f"heatmap, {HEATMAP_DAYS} days by week x environments",
+    "status": "status matrix (default page)",
+}
+LOAD_HEADERS = ["Target", "req/s", "p50 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "reach (p50)", ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="bench/deployments.py", description=__doc__.split("\n\n")[0])
+    add_arguments(parser)
+    parser.add_argument("--jobs", type=int, default=JOBS, help="jobs to seed (default %(default)s)")
+    args = parser.parse_args(argv)
+    load = load_settings(args)
+    print(f"Deployment reads: {describe_setup(load, args.database_url)}", file=sys.stderr)
+    with scratch_directory() as workdir, orgdeck_service(workdir, database_url=args.database_url) as service:
+        org = service.create_org()
+        db = open_database(service)
+        try:
+            catalogue = create_catalogue(service.origin, org, db)
+            seed(db, catalogue, args.jobs)
+        finally:
+            db.dispose()
+        baseline = Target("GET /api/api-keys?orgSlug= (key)", service, path("api-keys", org), org.headers)
+        jobs = cycling(LABELS["jobs"], service, org, jobs_paths(org, catalogue))
+        heatmap = cycling(LABELS["heatmap"], service, org, heatmap_paths(org))
+        by_week = cycling(LABELS["heatmap_week"], service, org, heatmap_paths(org, bucket="week"))
+        loaded = {"baseline": baseline, "jobs": jobs, "heatmap": heatmap, "heatmap_week": by_week}
+        prime(service.origin, org, list(loaded.values()))
+        series = dict(zip(loaded, measure(list(loaded.values()), load), strict=True))
+        singles = single_requests(service.origin, org)
+        # Last and in rounds of its own: a target this much slower still has queued requests
+        # running into whatever is measured after it. Built alongside this bench: measured once
+        # its route answers.
+        status = Target(LABELS["status"], service, path("agents/deployments/status", org), org.headers)
+        if answers_200(service.origin, org, status.path):
+            (series["status"],) = measure([status], load)
+    print()
+    print(
+        f"{describe_setup(load, args.database_url)}; {args.jobs:,} jobs over {SPAN_DAYS} days, "
+        f"{ENVIRONMENTS} environments, {AGENTS} agents; ratios against the authenticated baseline"
+    )
+    print()
+    measured = [(key, series.get(key)) for key in LABELS]
+    print(format_table(LOAD_HEADERS, load_rows(series["baseline"], measured)))
+    print()
+    print("Single requests, one at a time (no other load):")
+    print()
+    print(format_table(["Request", "median ms", "worst ms"], singles))
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except BenchError as error:
+        sys.exit(f"bench failed: {error}")

@@ -1,0 +1,677 @@
+"""The status of every agent in every environment, kept per pair and never computed from jobs.
+
+A pair gets a row in `deployment_states` when a job for it ends; without one it is `not_deployed`.
+The row is evaluated again in the transaction of whatever it depends on changing (a job ending, the
+draft edited, a version made, a referenced tool's deployment recorded, the org's threshold set),
+and by the worker when its `check_at` comes: a stale deadline passing, or the hourly look at pinned
+prompts (publishing to a registry does not reach back to the pairs that pin it). The states, in the
+order they win when several hold:
+
+- `error`: the pair's last deployment failed (what was asked for did not land).
+- `drifted`: the draft holds edits that neither run there nor are a version yet, or a tool the
+  running config references has another deployed hash there than when it was deployed.
+- `stale`: a newer agent version, or a newer version of a pinned prompt, has waited longer than
+  the org's threshold; the wait starts when it appeared, or at the deployment if that was later.
+- `in_sync`: none of these (a newer version may be waiting, within the threshold).
+
+Entering `drifted` or `stale` records `agent.drifted` / `agent.stale`, once per entry. Drift is
+reported, never repaired: redeploying is the operator's call.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Any
+
+from sqlalchemy import ColumnElement, Select, delete, exists, func, or_, select
+from sqlalchemy.orm import Session
+
+from api.deployments import (
+    AGENT_STATES,
+    DEFAULT_STALE_AFTER_DAYS,
+    AgentStatus,
+    EnvironmentRef,
+    FieldChange,
+    StatusMatrix,
+)
+from service.agents.models import Agent, AgentVersion
+from service.db import Database, insert_unless_taken, utcnow
+from service.deployments.models import (
+    AgentDeployment,
+    DeploymentJob,
+    DeploymentPolicy,
+    DeploymentState,
+)
+from service.deployments.service import _mapping_changes, _value_changes
+from service.environments.models import Environment
+from service.events.service import record_event
+from service.orgs.models import Organization
+from service.registries.models import Registry, RegistryArtifact, RegistryArtifactVersion
+from service.settings import Settings
+from service.tools.models import ToolDeploymentRecord
+
+# Pairs evaluated per query round (and per worker round): bounded work, bounded IN lists.
+BATCH = 200
+PROMPT_RECHECK = timedelta(hours=1)
+# A prompt reference `<orgSlug>/<registry>/<artifact>[@label-or-version]`; others are not followed.
+PROMPT_REFERENCE = re.compile(r"^(?P<org>[^/\s]+)/(?P<registry>[^/\s]+)/(?P<artifact>[^/@\s]+)(?:@\S*)?$")
+ANNOUNCED_STATES = frozenset({"drifted", "stale"})
+ANNOUNCED_FIELDS = ("stableKey", "environmentId", "deployedVersion", "latestVersion", "since")
+ENVIRONMENT_ID_KEY = AgentStatus.model_fields["environment_id"].alias
+
+PromptKey = tuple[str, str, str]
+
+
+def get_stale_after_days(session: Session, *, org_id: str) -> int:
+    days = session.scalar(select(DeploymentPolicy.stale_after_days).where(DeploymentPolicy.org_id == org_id))
+    return days or DEFAULT_STALE_AFTER_DAYS
+
+
+def update_settings(session: Session, *, org_id: str, stale_after_days: int) -> int:
+    """Set the org's stale threshold and re-evaluate its pairs under it, in this transaction."""
+    policy = session.get(DeploymentPolicy, org_id, with_for_update=True)
+    if policy is None:
+        created = DeploymentPolicy(org_id=org_id, stale_after_days=stale_after_days)
+        if insert_unless_taken(session, created):
+            policy = created
+        else:
+            policy = session.get(DeploymentPolicy, org_id, with_for_update=True)
+    assert policy is not None
+    policy.stale_after_days = stale_after_days
+    session.flush()
+    refresh_org(session, org_id=org_id)
+    return stale_after_days
+
+
+def refresh_org(session: Session, *, org_id: str) -> None:
+    """Re-evaluate every pair of the org (its threshold changed, or rows were written without evaluation,
+    e.g. by a bulk load)."""
+    _refresh(session, DeploymentState.org_id == org_id)
+
+
+def record_job_outcome(session: Session, *, job: DeploymentJob) -> None:
+    """After a job ended: each pair takes its agent's result, a failure or a new baseline, then is evaluated."""
+    agent_ids = sorted(row.agent_id for row in job.agent_rows)
+    locked = select(DeploymentState).where(
+        DeploymentState.environment_id == job.environment_id, DeploymentState.agent_id.in_(agent_ids)
+    )
+    rows = {row.agent_id: row for row in session.scalars(_locked_in_order(locked))}
+    deployed_refs = {ref for r in job.agent_rows if r.error is None for ref in r.config.get("toolRefs") or []}
+    hashes = _tool_hashes(session, environment_ids={job.environment_id}, tool_keys=deployed_refs)
+    for result in job.agent_rows:
+        row = rows.get(result.agent_id) or _new_state(session, job=job, agent_id=result.agent_id)
+        rows[result.agent_id] = row
+        row.last_job_id = job.id
+        row.error = result.error
+        if result.error is None:
+            refs = result.config.get("toolRefs") or []
+            row.tool_hashes = {ref: hashes.get((job.environment_id, ref)) for ref in refs}
+    _evaluate(session, list(rows.values()), utcnow())
+
+
+def refresh_agent(session: Session, *, agent_id: str) -> None:
+    """Re-evaluate an agent's pairs: its draft changed or a version was made."""
+    _refresh(session, DeploymentState.agent_id == agent_id)
+
+
+def refresh_tool(session: Session, *, environment_id: str, tool_key: str) -> None:
+    """Re-evaluate the pairs of an environment whose running config references a tool whose record changed."""
+    configs = session.execute(
+        select(AgentDeployment.agent_id, AgentDeployment.config).where(
+            AgentDeployment.environment_id == environment_id
+        )
+    )
+    referencing = [agent_id for agent_id, config in configs if tool_key in (config.get("toolRefs") or [])]
+    if referencing:
+        _refresh(
+            session,
+            DeploymentState.environment_id == environment_id,
+            DeploymentState.agent_id.in_(referencing),
+        )
+
+
+def check_due_states(db: Database, settings: Settings) -> bool:
+    """Worker task: evaluate up to BATCH pairs whose check time has come; True when there were some."""
+    now = utcnow()
+    due = DeploymentState.check_at <= now
+    # A read first: an idle worker must not take SQLite's write lock every round.
+    with db.session() as session:
+        if session.scalar(select(DeploymentState.agent_id).where(due).limit(1)) is None:
+            return False
+    with db.session(write=True) as session:
+        query = select(DeploymentState).where(due).order_by(DeploymentState.check_at).limit(BATCH)
+        rows = list(session.scalars(query.with_for_update(skip_locked=True)))
+        _evaluate(session, rows, now)
+        return bool(rows)
+
+
+def status_matrix(
+    session: Session,
+    *,
+    org_id: str,
+    environment_id: str | None,
+    stable_key: str | None,
+    states: Sequence[str],
+    limit: int,
+    offset: int,
+) -> str:
+    """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`).
+
+    A page is up to 200 x 20 cells by default: each deployed pair's cell is read as the text its
+    last evaluation stored, and the answer is put together as text, never as thousands of models.
+    """
+    environments_query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
+    if environment_id is not None:
+        environments_query = environments_query.where(Environment.id == environment_id)
+    environments = session.execute(environments_query.order_by(Environment.name)).all()
+    conditions = [Agent.org_id == org_id, Agent.archived_at.is_(None)]
+    if stable_key is not None:
+        conditions.append(Agent.stable_key == stable_key)
+    if states:
+        conditions.append(_has_pair_in(states, environment_id=environment_id, environments=len(environments)))
+    total = session.scalar(select(func.count(Agent.id)).where(*conditions)) or 0
+    agents = session.execute(
+        select(Agent.id, Agent.stable_key, Agent.name, Agent.latest_version)
+        .where(*conditions)
+        .order_by(Agent.stable_key)
+        .limit(limit)
+        .offset(offset)
+    ).all()
+    stored = _stored_cells(session, agent_ids=[agent.id for agent in agents], environment_id=environment_id)
+    cells = [
+        cell
+        for agent in agents
+        for cell in _agent_cells(agent, [env_id for env_id, _ in environments], stored, states)
+    ]
+    head = StatusMatrix(
+        stale_after_days=get_stale_after_days(session, org_id=org_id),
+        environments=[EnvironmentRef(id=env_id, name=name) for env_id, name in environments],
+        items=[],
+        counts=_counts(
+            session,
+            org_id=org_id,
+            agents=total if stable_key is None and not states else None,
+            environments=len(environments) if environment_id is None else None,
+        ),
+        limit=limit,
+        offset=offset,
+        total_agents=total,
+    ).model_dump_json(exclude={"items"})
+    return f'{head[:-1]},"items":[{",".join(cells)}]}}'
+
+
+def forget_agent(session: Session, *, agent_id: str) -> None:
+    """An archived agent leaves the matrix and its counts: its pairs are no longer watched."""
+    session.execute(delete(DeploymentState).where(DeploymentState.agent_id == agent_id))
+
+
+# -- evaluation ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Version:
+    created_at: datetime
+    content_hash: str
+    snapshot: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class _PromptVersion:
+    number: int
+    version: str
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class _Prompt:
+    org_id: str
+    public: bool
+    versions: list[_PromptVersion]  # by number
+
+
+@dataclass
+class _Facts:
+    """Everything the evaluation of a batch of pairs reads, loaded in a few queries."""
+
+    agents: dict[str, Agent] = field(default_factory=dict)
+    deployed: dict[tuple[str, str], AgentDeployment] = field(default_factory=dict)
+    # By (agent_id, number): each pair's running version, the one after it, and the agent's newest.
+    versions: dict[tuple[str, int], _Version] = field(default_factory=dict)
+    tool_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
+    prompts: dict[PromptKey, _Prompt] = field(default_factory=dict)
+    stale_after_days: dict[str, int] = field(default_factory=dict)
+    environment_names: dict[str, str] = field(default_factory=dict)
+
+
+def _refresh(session: Session, *conditions: ColumnElement[bool]) -> None:
+    """Lock the matching rows (always in key order, so that writers queue rather than deadlock), evaluate."""
+    rows = list(session.scalars(_locked_in_order(select(DeploymentState).where(*conditions))))
+    now = utcnow()
+    for start in range(0, len(rows), BATCH):
+        _evaluate(session, rows[start : start + BATCH], now)
+
+
+def _locked_in_order(query: Select[tuple[DeploymentState]]) -> Select[tuple[DeploymentState]]:
+    return query.order_by(DeploymentState.agent_id, DeploymentState.environment_id).with_for_update()
+
+
+def _new_state(session: Session, *, job: DeploymentJob, agent_id: str) -> DeploymentState:
+    row = DeploymentState(
+        agent_id=agent_id,
+        environment_id=job.environment_id,
+        org_id=job.org_id,
+        state="not_deployed",
+        since=utcnow(),
+        tool_hashes={},
+        cell="",
+    )
+    if insert_unless_taken(session, row):
+        return row
+    # Another job for the same pair ended meanwhile and created it: take that row.
+    taken = session.scalar(
+        select(DeploymentState)
+        .where(DeploymentState.agent_id == agent_id, DeploymentState.environment_id == job.environment_id)
+        .with_for_update()
+    )
+    assert taken is not None
+    return taken
+
+
+def _evaluate(session: Session, rows: list[DeploymentState], now: datetime) -> None:
+    if not rows:
+        return
+    facts = _load_facts(session, rows)
+    for row in rows:
+        _apply(session, row, facts, now)
+    session.flush()
+
+
+@dataclass(frozen=True)
+class _Judgement:
+    state: str
+    drift: list[FieldChange]
+    newer: list[FieldChange]
+    stale_at: datetime | None
+    watches_prompts: bool
+
+
+def _apply(session: Session, row: DeploymentState, facts: _Facts, now: datetime) -> None:
+    """Bring one row up to date (state, cell, next check); record the event of entering drifted or stale."""
+    agent = facts.agents.get(row.agent_id)
+    if agent is None or agent.archived_at is not None:
+        session.delete(row)  # archived (e.g. while a job deploying it ran): no longer watched
+        return
+    deployed = facts.deployed.get((row.agent_id, row.environment_id))
+    judged = _judge(row, agent, deployed, facts, now)
+    upcoming = [judged.stale_at] if judged.stale_at is not None and judged.stale_at > now else []
+    if judged.watches_prompts and judged.state != "stale":
+        upcoming.append(now + PROMPT_RECHECK)
+    _set_if_changed(row, "check_at", min(upcoming) if upcoming else None)
+    entered = judged.state != row.state
+    if entered:
+        row.state = judged.state
+        row.since = now
+    status = AgentStatus(
+        stable_key=agent.stable_key,
+        agent_name=agent.name,
+        environment_id=row.environment_id,
+        state=row.state,
+        deployed_version=deployed.version if deployed else None,
+        latest_version=agent.latest_version,
+        deployed_at=deployed.deployed_at if deployed else None,
+        last_job_id=row.last_job_id,
+        since=row.since,
+        drift=judged.drift,
+        newer=judged.newer,
+        error=row.error,
+    )
+    _set_if_changed(row, "cell", status.model_dump_json())
+    if entered and row.state in ANNOUNCED_STATES:
+        _announce(session, row, status, facts)
+
+
+def _judge(
+    row: DeploymentState, agent: Agent, deployed: AgentDeployment | None, facts: _Facts, now: datetime
+) -> _Judgement:
+    """The pair's state by the precedence above, with what differs, what is newer and when it goes stale."""
+    drift: list[FieldChange] = []
+    newer: list[FieldChange] = []
+    waiting_since = None
+    watches_prompts = False
+    if deployed is not None:
+        drift = _draft_drift(agent, deployed, facts) + _tool_drift(row, deployed, facts)
+        newer, waiting_since, watches_prompts = _newer(agent, deployed, facts, org_id=row.org_id)
+    days = facts.stale_after_days.get(row.org_id, DEFAULT_STALE_AFTER_DAYS)
+    stale_at = waiting_since + timedelta(days=days) if waiting_since is not None else None
+    if row.error is not None:
+        state = "error"
+    elif drift:
+        state = "drifted"
+    elif stale_at is not None and stale_at <= now:
+        state = "stale"
+    else:
+        state = "in_sync"
+    return _Judgement(state, drift, newer, stale_at, watches_prompts)
+
+
+def _set_if_changed(row: DeploymentState, attribute: str, value: Any) -> None:
+    # Assigning an equal value would still write the row; most evaluations change nothing.
+    if getattr(row, attribute) != value:
+        setattr(row, attribute, value)
+
+
+def _announce(session: Session, row: DeploymentState, status: AgentStatus, facts: _Facts) -> None:
+    """The event of entering drifted or stale: the pair, its versions, and what differs or is newer."""
+    shown = status.model_dump(mode="json")
+    payload = {key: shown[key] for key in ANNOUNCED_FIELDS}
+    payload |= {
+        "environmentName": facts.environment_names.get(row.environment_id),
+        "jobId": facts.deployed[(row.agent_id, row.environment_id)].job_id,
+    }
+    if row.state == "drifted":
+        payload["drift"] = shown["drift"]
+    else:
+        days = facts.stale_after_days.get(row.org_id, DEFAULT_STALE_AFTER_DAYS)
+        payload |= {"newer": shown["newer"], "staleAfterDays": days}
+    record_event(session, org_id=row.org_id, type=f"agent.{row.state}", payload=payload)
+
+
+def _draft_drift(agent: Agent, deployed: AgentDeployment, facts: _Facts) -> list[FieldChange]:
+    """How the draft differs from the running version, when the draft holds edits no version has."""
+    newest = facts.versions.get((agent.id, agent.latest_version or 0))
+    running = facts.versions.get((agent.id, deployed.version))
+    if running is None or (newest is not None and newest.content_hash == agent.draft_hash):
+        return []
+    running_config, draft = running.snapshot, agent.draft.model_dump(mode="json", by_alias=True)
+    changes = [
+        *_value_changes("name", running_config.get("name"), draft["name"]),
+        *_value_changes("provider", running_config.get("provider"), draft["provider"]),
+        *_mapping_changes(
+            "providerConfig", running_config.get("providerConfig") or {}, draft["providerConfig"]
+        ),
+        *_mapping_changes(
+            "promptReferences", running_config.get("promptReferences") or {}, draft["promptReferences"]
+        ),
+    ]
+    return [change.model_copy(update={"field": f"draft.{change.field}"}) for change in changes]
+
+
+def _tool_drift(row: DeploymentState, deployed: AgentDeployment, facts: _Facts) -> list[FieldChange]:
+    """Referenced tools whose deployed hash in the environment moved since the agent was deployed."""
+    changes = []
+    for key in deployed.config.get("toolRefs") or []:
+        current = facts.tool_hashes.get((row.environment_id, key))
+        if key not in row.tool_hashes:
+            # A row from before baselines were kept: the first hash seen becomes the baseline.
+            row.tool_hashes = {**row.tool_hashes, key: current}
+            continue
+        changes += _value_changes(f"tools.{key}", row.tool_hashes[key], current)
+    return changes
+
+
+def _newer(
+    agent: Agent, deployed: AgentDeployment, facts: _Facts, *, org_id: str
+) -> tuple[list[FieldChange], datetime | None, bool]:
+    """What is newer than what runs, since when the oldest of it has waited, and whether prompts are pinned."""
+    newer: list[FieldChange] = []
+    waits: list[datetime] = []
+    latest = agent.latest_version or 0
+    if latest > deployed.version:
+        newer.append(FieldChange(field="version", kind="changed", before=deployed.version, after=latest))
+        following = facts.versions.get((agent.id, deployed.version + 1))
+        waits.append(max(following.created_at, deployed.deployed_at) if following else deployed.deployed_at)
+    watches_prompts = False
+    references = deployed.config.get("promptReferences") or {}
+    for name, pinned in sorted((deployed.config.get("promptPins") or {}).items()):
+        prompt = _readable_prompt(facts, references.get(name), org_id=org_id)
+        if prompt is None:
+            continue
+        watches_prompts = True
+        position = next((i for i, v in enumerate(prompt.versions) if v.version == pinned), None)
+        if position is None or position == len(prompt.versions) - 1:
+            continue
+        latest_prompt = prompt.versions[-1].version
+        newer.append(
+            FieldChange(field=f"promptPins.{name}", kind="changed", before=pinned, after=latest_prompt)
+        )
+        waits.append(max(prompt.versions[position + 1].created_at, deployed.deployed_at))
+    return newer, min(waits) if waits else None, watches_prompts
+
+
+def _prompt_key(reference: str | None) -> PromptKey | None:
+    match = PROMPT_REFERENCE.match(reference or "")
+    return (match["org"], match["registry"], match["artifact"]) if match else None
+
+
+def _readable_prompt(facts: _Facts, reference: str | None, *, org_id: str) -> _Prompt | None:
+    """The referenced artifact, if the org may read it (its own registry, or a public one)."""
+    key = _prompt_key(reference)
+    prompt = facts.prompts.get(key) if key else None
+    if prompt is None or not (prompt.public or prompt.org_id == org_id):
+        return None
+    return prompt
+
+
+def _load_facts(session: Session, rows: list[DeploymentState]) -> _Facts:
+    agent_ids = {row.agent_id for row in rows}
+    environment_ids = {row.environment_id for row in rows}
+    facts = _Facts()
+    facts.agents = {
+        agent.id: agent for agent in session.scalars(select(Agent).where(Agent.id.in_(agent_ids)))
+    }
+    wanted = {(row.agent_id, row.environment_id) for row in rows}
+    candidates = session.scalars(
+        select(AgentDeployment).where(
+            AgentDeployment.agent_id.in_(agent_ids), AgentDeployment.environment_id.in_(environment_ids)
+        )
+    )
+    facts.deployed = {
+        (d.agent_id, d.environment_id): d for d in candidates if (d.agent_id, d.environment_id) in wanted
+    }
+    facts.versions = _versions(session, facts.deployed.values(), facts.agents.values())
+    tool_keys = {key for d in facts.deployed.values() for key in d.config.get("toolRefs") or []}
+    facts.tool_hashes = _tool_hashes(session, environment_ids=environment_ids, tool_keys=tool_keys)
+    facts.prompts = _prompts(session, facts.deployed.values())
+    org_ids = {row.org_id for row in rows}
+    facts.stale_after_days = dict(
+        session.execute(
+            select(DeploymentPolicy.org_id, DeploymentPolicy.stale_after_days).where(
+                DeploymentPolicy.org_id.in_(org_ids)
+            )
+        ).all()
+    )
+    facts.environment_names = dict(
+        session.execute(
+            select(Environment.id, Environment.name).where(Environment.id.in_(environment_ids))
+        ).all()
+    )
+    return facts
+
+
+def _versions(
+    session: Session, deployed: Iterable[AgentDeployment], agents: Iterable[Agent]
+) -> dict[tuple[str, int], _Version]:
+    """Each pair's running version, the one after it (the wait for it began then), each agent's newest.
+
+    The newest is read here rather than through `Agent.newest`, which a session that has just made
+    a version may still hold from before.
+    """
+    wanted = {(d.agent_id, n) for d in deployed for n in (d.version, d.version + 1)}
+    wanted |= {(agent.id, agent.latest_version) for agent in agents if agent.latest_version}
+    if not wanted:
+        return {}
+    query = select(
+        AgentVersion.agent_id,
+        AgentVersion.number,
+        AgentVersion.created_at,
+        AgentVersion.content_hash,
+        AgentVersion.snapshot,
+    ).where(
+        AgentVersion.agent_id.in_({agent_id for agent_id, _ in wanted}),
+        AgentVersion.number.in_({number for _, number in wanted}),
+    )
+    return {
+        (agent_id, number): _Version(created_at, digest, snapshot)
+        for agent_id, number, created_at, digest, snapshot in session.execute(query)
+        if (agent_id, number) in wanted
+    }
+
+
+def _tool_hashes(
+    session: Session, *, environment_ids: set[str], tool_keys: set[str]
+) -> dict[tuple[str, str], str]:
+    if not tool_keys:
+        return {}
+    query = select(
+        ToolDeploymentRecord.environment_id, ToolDeploymentRecord.tool_key, ToolDeploymentRecord.hash
+    ).where(
+        ToolDeploymentRecord.environment_id.in_(environment_ids), ToolDeploymentRecord.tool_key.in_(tool_keys)
+    )
+    return {(env_id, key): digest for env_id, key, digest in session.execute(query)}
+
+
+def _prompts(session: Session, deployed: Iterable[AgentDeployment]) -> dict[PromptKey, _Prompt]:
+    """The versions of every prompt artifact a running config pins (live registries only)."""
+    keys = set()
+    for d in deployed:
+        references = d.config.get("promptReferences") or {}
+        keys |= {_prompt_key(references.get(name)) for name in d.config.get("promptPins") or {}}
+    keys.discard(None)
+    if not keys:
+        return {}
+    artifacts = session.execute(
+        select(
+            RegistryArtifact.id,
+            Organization.slug,
+            Registry.name,
+            RegistryArtifact.name,
+            Registry.org_id,
+            Registry.visibility,
+        )
+        .join(Registry, Registry.id == RegistryArtifact.registry_id)
+        .join(Organization, Organization.id == Registry.org_id)
+        .where(
+            Registry.deleted_at.is_(None),
+            Organization.slug.in_({key[0] for key in keys}),
+            Registry.name.in_({key[1] for key in keys}),
+            RegistryArtifact.name.in_({key[2] for key in keys}),
+        )
+    ).all()
+    found = {row[0]: row for row in artifacts if (row[1], row[2], row[3]) in keys}
+    versions: dict[str, list[_PromptVersion]] = {artifact_id: [] for artifact_id in found}
+    if found:
+        query = (
+            select(
+                RegistryArtifactVersion.artifact_id,
+                RegistryArtifactVersion.number,
+                RegistryArtifactVersion.version,
+                RegistryArtifactVersion.created_at,
+            )
+            .where(RegistryArtifactVersion.artifact_id.in_(found))
+            .order_by(RegistryArtifactVersion.number)
+        )
+        for artifact_id, number, version, created_at in session.execute(query):
+            versions[artifact_id].append(_PromptVersion(number, version, created_at))
+    return {
+        (slug, registry, name): _Prompt(
+            org_id=owner, public=visibility == "public", versions=versions[artifact_id]
+        )
+        for artifact_id, slug, registry, name, owner, visibility in found.values()
+    }
+
+
+# -- reads --------------------------------------------------------------------------------------
+
+
+def _has_pair_in(
+    states: Sequence[str], *, environment_id: str | None, environments: int
+) -> ColumnElement[bool]:
+    """Agents with at least one pair (in the environment, if one is named) in one of `states`."""
+    in_scope = [DeploymentState.agent_id == Agent.id]
+    if environment_id is not None:
+        in_scope.append(DeploymentState.environment_id == environment_id)
+    options: list[ColumnElement[bool]] = []
+    stored = [state for state in states if state != "not_deployed"]
+    if stored:
+        options.append(exists().where(*in_scope, DeploymentState.state.in_(stored)))
+    if "not_deployed" in states:
+        # Fewer rows than environments: some pair has none. Rows of deleted environments go with them.
+        deployed = select(func.count()).select_from(DeploymentState).where(*in_scope).scalar_subquery()
+        options.append(deployed < environments)
+    return or_(*options)
+
+
+def _stored_cells(
+    session: Session, *, agent_ids: list[str], environment_id: str | None
+) -> dict[tuple[str, str], tuple[str, str]]:
+    """(agent, environment) → (state, cell JSON) of the pairs that have a row."""
+    if not agent_ids:
+        return {}
+    query = select(
+        DeploymentState.agent_id, DeploymentState.environment_id, DeploymentState.state, DeploymentState.cell
+    ).where(DeploymentState.agent_id.in_(agent_ids))
+    if environment_id is not None:
+        query = query.where(DeploymentState.environment_id == environment_id)
+    return {(agent_id, env_id): (state, cell) for agent_id, env_id, state, cell in session.execute(query)}
+
+
+def _agent_cells(
+    agent: Any,
+    environment_ids: list[str],
+    stored: dict[tuple[str, str], tuple[str, str]],
+    states: Sequence[str],
+) -> Iterator[str]:
+    """The agent's cells in these environments, in their order, of the wanted states (all if none)."""
+    undeployed = None
+    for env_id in environment_ids:
+        state, cell = stored.get((agent.id, env_id)) or ("not_deployed", "")
+        if states and state not in states:
+            continue
+        if state == "not_deployed":
+            undeployed = undeployed or _undeployed_cell(agent)
+            cell = undeployed[0] + json.dumps(env_id) + undeployed[1]
+        elif not cell:  # a row the upgrade made, which the worker has not evaluated yet
+            cell = AgentStatus(
+                stable_key=agent.stable_key, agent_name=agent.name, environment_id=env_id, state=state
+            ).model_dump_json()
+        yield cell
+
+
+def _undeployed_cell(agent: Any) -> tuple[str, str]:
+    """The cell of the agent where it never was, as the text before and after the environment id."""
+    cell = AgentStatus(
+        stable_key=agent.stable_key,
+        agent_name=agent.name,
+        environment_id="",
+        state="not_deployed",
+        latest_version=agent.latest_version,
+    ).model_dump_json()
+    # Quotes inside JSON strings are escaped, so this text can only be the key and its empty value.
+    before, after = cell.split(f'"{ENVIRONMENT_ID_KEY}":""', 1)
+    return f'{before}"{ENVIRONMENT_ID_KEY}":', after
+
+
+def _counts(session: Session, *, org_id: str, agents: int | None, environments: int | None) -> dict[str, int]:
+    """Pairs per state over every active agent and environment of the org (no row: not deployed);
+    the org's numbers of agents and environments are counted unless the caller knows them."""
+    # Read from the (org_id, state) index alone: archived agents' rows are gone (forget_agent).
+    stored = dict(
+        session.execute(
+            select(DeploymentState.state, func.count())
+            .where(DeploymentState.org_id == org_id)
+            .group_by(DeploymentState.state)
+        ).all()
+    )
+    if agents is None:
+        agents = session.scalar(
+            select(func.count(Agent.id)).where(Agent.org_id == org_id, Agent.archived_at.is_(None))
+        )
+    if environments is None:
+        environments = session.scalar(select(func.count(Environment.id)).where(Environment.org_id == org_id))
+    counts = dict.fromkeys(AGENT_STATES, 0) | stored
+    counts["not_deployed"] = (agents or 0) * (environments or 0) - sum(stored.values())
+    return counts

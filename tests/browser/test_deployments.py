@@ -1,0 +1,56 @@
+"""The Deployments page in headless Chromium, on the demo organization's quarter of deployments."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from sqlalchemy import func, select
+
+from service.db import Database
+from service.deployments.models import DeploymentJob
+from service.orgs.models import Organization
+from tests.browser.conftest import open_page
+
+pytestmark = pytest.mark.browser
+
+TILES = ("Deployment frequency", "Change failure rate", "Median job duration", "Median time to restore")
+
+
+def wait_for_demo_jobs(db: Database, timeout: float = 60) -> None:
+    """Until the demo's own deployments have run: the status matrix shows what they deployed."""
+    deadline = time.monotonic() + timeout
+    waiting = (
+        select(func.count())
+        .select_from(DeploymentJob)
+        .join(Organization, Organization.id == DeploymentJob.org_id)
+        .where(Organization.slug == "demo", DeploymentJob.status.in_(["pending", "running"]))
+    )
+    while time.monotonic() < deadline:
+        with db.session() as session:
+            if session.scalar(waiting) == 0:
+                return
+        time.sleep(0.5)
+    raise AssertionError(f"the demo's deployment jobs did not run in {timeout} s")
+
+
+def test_overview_draws_the_metrics_heatmaps_and_status_matrix(page, console_url, server, db, screenshot_dir):
+    # This console runs no worker; the test service's worker (`server`) runs the demo's jobs.
+    page.set_viewport_size({"width": 1440, "height": 1500})  # the console scrolls inside; show it all
+    open_page(page, console_url, "deployments", "Deployment frequency")
+    wait_for_demo_jobs(db)
+    open_page(page, console_url, "deployments", *TILES, "Agents by environment", "by weekday and hour")
+    charts = page.locator("[data-testid=stPlotlyChart] .js-plotly-plot")
+    charts.nth(2).wait_for(timeout=30_000)
+    assert charts.count() == 3
+    # Cells drawn, not only axes: the two heatmaps and the status matrix each paint a heatmap layer.
+    page.locator(".js-plotly-plot .heatmaplayer .hm").nth(2).wait_for(timeout=30_000)
+    # The status matrix's legend, and the demo's stale and failing pairs among its cells.
+    for state in ("In sync", "Drifted", "Stale", "Error", "Not deployed"):
+        assert page.locator(".js-plotly-plot .legendtext", has_text=state).count() == 1
+    assert page.get_by_text("Stale **2**").count() == 0  # markdown rendered, not shown raw
+    assert page.locator("[data-testid=stMetric]").count() == 4
+    assert page.locator("[data-testid=stException]").count() == 0
+    page.wait_for_timeout(500)  # let the charts finish their first layout
+    page.screenshot(path=str(screenshot_dir / "deployments.png"), full_page=True)
+    assert (screenshot_dir / "deployments.png").stat().st_size > 10_000

@@ -1,0 +1,220 @@
+from __future__ import annotations
+
+import json
+import time
+
+from streamlit.testing.v1 import AppTest
+
+from api import OrgdeckClient
+from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob
+from service.agents.demo import seed_agents
+from service.deployments.demo import seed_deployment_history, seed_deployments
+from service.environments.demo import seed_environments
+from tests.console.conftest import texts
+
+PAGE = "pages/deployments.py"
+TAB = "deployments_tab"
+
+
+def org_client(server, org) -> OrgdeckClient:
+    return OrgdeckClient(server.url, org.key, org_slug=org.slug)
+
+
+def versioned_agent(orgdeck: OrgdeckClient, stable_key: str, model: str = "gpt-4o-mini") -> None:
+    orgdeck.agents.create(stable_key, "openai", provider_config={"model": model, "temperature": 0.2})
+    orgdeck.agents.snapshot(stable_key)
+
+
+def wait_for_end(orgdeck: OrgdeckClient, job_id: str, timeout: float = 30) -> DeploymentJob:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        job = orgdeck.deployments.job(job_id)
+        if job.status in FINISHED_JOB_STATUSES:
+            return job
+        time.sleep(0.1)
+    raise AssertionError(f"job {job_id} did not finish in {timeout} s")
+
+
+def open_tab(app: AppTest, tab: str) -> AppTest:
+    app.session_state[TAB] = tab
+    app.run()
+    assert not app.exception, app.exception
+    return app
+
+
+def button(app: AppTest, label: str):
+    return next(b for b in app.button if b.label == label)
+
+
+def follow_until_done(app: AppTest, timeout: float = 30) -> None:
+    """Rerun as the page's timer would until the followed job's card says how it ended."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if app.success or app.warning or app.error:
+            return
+        time.sleep(0.3)
+        app.run()
+    raise AssertionError(f"the followed job did not end in {timeout} s:\n{texts(app)}")
+
+
+def test_an_org_without_environments_says_where_to_start(console):
+    app = console(PAGE)
+    assert "No environments yet" in texts(app)
+    assert not app.get("plotly_chart")
+
+
+def test_an_org_without_deployments_shows_empty_states_not_empty_charts(console, server, org):
+    with org_client(server, org) as orgdeck:
+        orgdeck.environments.create("staging")
+    app = console(PAGE)
+    assert "No deployments between these dates" in texts(app)
+    assert "No agents to show yet" in texts(app)
+    assert not app.get("plotly_chart")
+    open_tab(app, "Deploy")
+    assert "No agent has a version yet" in texts(app)
+    open_tab(app, "Jobs")
+    assert "No deployment jobs yet" in texts(app)
+
+
+def test_preview_deploy_follow_and_open_the_job(console, server, org):
+    with org_client(server, org) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        versioned_agent(orgdeck, "alpha")
+        versioned_agent(orgdeck, "beta")
+        wait_for_end(orgdeck, orgdeck.deployments.deploy(staging.id, ["alpha"]).id)
+    app = open_tab(console(PAGE), "Deploy")
+    app.multiselect(key="deploy_agents").select("alpha").select("beta").run()
+    app.text_input(key="deploy_model").input("gpt-4o")
+    button(app, "Preview changes").click().run()
+    assert not app.exception, app.exception
+    assert "2 agent(s) to **staging** (1 added, 1 changed)" in texts(app)
+    diff = app.dataframe[0].value
+    rows = set(zip(diff["Agent"], diff["Field"], diff["Change"], diff["Before"], diff["After"], strict=True))
+    assert ("alpha", "model", "changed", "gpt-4o-mini", "gpt-4o") in rows
+    assert ("beta", "version", "added", "", "1") in rows
+    assert not any(agent == "alpha" and field == "version" for agent, field, *_ in rows)
+
+    button(app, "Deploy to staging").click().run()
+    assert not app.exception, app.exception
+    follow_until_done(app)
+    assert "Deployed 2 agents" in texts(app)
+    assert "Preview:" not in texts(app)
+    with org_client(server, org) as orgdeck:
+        (job, _first) = orgdeck.deployments.jobs().items
+    assert job.status == "complete"
+    assert all(agent.status == "complete" for agent in job.agents)
+
+    button(app, "Open in Jobs").click().run()
+    assert not app.exception, app.exception
+    assert app.session_state[TAB] == "Jobs"
+    assert app.selectbox(key="job_choice").value == job.id
+    listed = app.dataframe[0].value
+    assert list(listed["Status"]) == ["complete", "complete"]
+    assert list(listed["Agents"]) == [2, 1]
+    results = app.dataframe[1].value
+    assert list(zip(results["Agent"], results["Result"], strict=True)) == [
+        ("alpha", "complete"),
+        ("beta", "complete"),
+    ]
+
+
+def test_a_refused_preview_is_explained_and_nothing_deployed(console, server, org):
+    with org_client(server, org) as orgdeck:
+        orgdeck.environments.create("staging")
+        versioned_agent(orgdeck, "alpha")
+    app = open_tab(console(PAGE), "Deploy")
+    app.multiselect(key="deploy_agents").select("alpha").run()
+    app.text_input(key="deploy_versions").input("alpha=7")
+    button(app, "Preview changes").click().run()
+    assert not app.exception, app.exception
+    assert "Could not preview the deployment" in texts(app)
+    assert "alpha@7" in texts(app)
+    assert not any(b.label.startswith("Deploy to") for b in app.button)
+    with org_client(server, org) as orgdeck:
+        assert orgdeck.deployments.jobs().items == []
+
+
+def seed_demo(server, org, db) -> None:
+    """The demo's agents and deployments in the test org: its jobs run, then its quarter of history."""
+    with org_client(server, org) as orgdeck:
+        seed_environments(orgdeck)
+        seed_agents(orgdeck)
+        seed_deployments(orgdeck)
+        for job in orgdeck.deployments.jobs().items:
+            wait_for_end(orgdeck, job.id)
+    seed_deployment_history(db, org_slug=org.slug)
+
+
+def figure(chart) -> dict:
+    return json.loads(chart.proto.spec)
+
+
+def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, server, org, db):
+    seed_demo(server, org, db)
+    app = console(PAGE)
+    tiles = {metric.label: metric.value for metric in app.metric}
+    assert set(tiles) == {
+        "Deployment frequency",
+        "Change failure rate",
+        "Median job duration",
+        "Median time to restore",
+    }
+    assert tiles["Deployment frequency"].endswith(" / day") and tiles["Deployment frequency"] != "0.0 / day"
+    assert "—" not in tiles.values()
+    by_day, matrix, hours = (figure(chart) for chart in app.get("plotly_chart"))
+    assert by_day["data"][0]["type"] == "heatmap"
+    assert by_day["data"][0]["y"] == ["development", "eu-production", "production", "staging"]
+    assert len(by_day["data"][0]["x"]) == 90 and sum(map(sum, by_day["data"][0]["z"])) > 1000
+    # Agents by development, eu-production, production, staging: the demo's stale and failing pairs.
+    cells = dict(zip(matrix["data"][0]["y"], matrix["data"][0]["customdata"], strict=True))
+    assert "Stale" in cells["code-reviewer"][2] and "running v2, newest v3" in cells["code-reviewer"][2]
+    assert "Error" in cells["escalation-router"][1] and "SLACK_WEBHOOK_URL" in cells["escalation-router"][1]
+    assert "draft.providerConfig.max_refund_cents" in cells["refund-assistant"][1]
+    assert "Stale **2**" in texts(app) and "Error **1**" in texts(app)
+    # Working days in working hours: the weekday rows outweigh the weekend ones many times.
+    z = hours["data"][0]["z"]
+    assert hours["data"][0]["y"] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert sum(map(sum, z[:5])) > 10 * sum(map(sum, z[5:]))
+
+    app.segmented_control(key="heatmap_metric").set_value("failure_rate").run()
+    assert not app.exception, app.exception
+    by_day = figure(app.get("plotly_chart")[0])
+    assert "Failure rate per environment and day" in texts(app)
+    assert max(v for row in by_day["data"][0]["z"] for v in row if v is not None) <= 1
+
+
+def test_the_demo_history_is_written_once(server, org, db):
+    seed_demo(server, org, db)
+    with org_client(server, org) as orgdeck:
+        before = orgdeck.deployments.history(limit=1).total
+        seed_deployments(orgdeck)
+        seed_deployment_history(db, org_slug=org.slug)
+        assert orgdeck.deployments.history(limit=1).total == before
+
+
+def test_jobs_filter_by_status_and_environment(console, server, org):
+    with org_client(server, org) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        production = orgdeck.environments.create("production")
+        versioned_agent(orgdeck, "alpha")
+        for environment in (staging, production, production):
+            wait_for_end(orgdeck, orgdeck.deployments.deploy(environment.id, ["alpha"]).id)
+    app = open_tab(console(PAGE), "Jobs")
+    assert list(app.dataframe[0].value["Environment"]) == ["production", "production", "staging"]
+    app.selectbox(key="jobs_environment").select(staging.id).run()
+    assert list(app.dataframe[0].value["Environment"]) == ["staging"]
+    app.multiselect(key="jobs_status").select("error").run()
+    assert "No job matches these filters" in texts(app)
+
+
+def test_a_revoked_key_is_explained_not_a_traceback(console, server, org):
+    app = console(PAGE)
+    with org_client(server, org) as orgdeck:
+        (console_key,) = orgdeck.api_keys.list().items
+        other = orgdeck.api_keys.create("rescue").key
+    with OrgdeckClient(server.url, other, org_slug=org.slug) as rescuer:
+        rescuer.api_keys.revoke(console_key.id)
+    app.run()
+    assert not app.exception, app.exception
+    assert "Could not list environments" in texts(app)
+    assert "The API key was refused" in texts(app)

@@ -1,0 +1,418 @@
+"""Deployment heatmaps and metrics against figures worked out by hand, rollups kept by the worker."""
+
+from __future__ import annotations
+
+from datetime import UTC, date, datetime, timedelta
+from typing import Any
+
+import pytest
+from alembic import command
+from sqlalchemy import MetaData, select
+
+from api import OrgdeckClient
+from api.deployments import MAX_ANALYTICS_DAYS, DeploymentRequest, Heatmap, MetricsFigures
+from service.agents.models import Agent
+from service.db import Database, utcnow
+from service.deployments import service as deployments
+from service.deployments.analytics import rebuild_rollups
+from service.deployments.models import DeploymentHourlyRollup, DeploymentRollup
+from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.models import DeploymentJobAgent as JobAgentRow
+from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
+from service.ids import new_id
+from service.migrate import alembic_config
+from service.orgs.models import Organization
+from tests.conftest import Org, scratch_database
+from tests.test_deployments import versioned_agent, wait_for_end
+
+START, END = date(2025, 3, 3), date(2025, 3, 10)  # a Monday to the next Monday
+
+
+def at(day: int, clock: str) -> datetime:
+    hour, minute = map(int, clock.split(":"))
+    return datetime(2025, 3, day, hour, minute, tzinfo=UTC)
+
+
+# (environment, created, seconds from start to finish, job status, agent results); every job
+# starts 10 s after it was created. Finishes: 1 at 3rd 09:16:20, 2 at 3rd 09:42:10, 3 at 4th
+# 14:00:40, 4 at 9th 23:31:40, 5 at 10th 00:10:55, 6 at 5th 09:05:10, 7 at 5th 09:50:20.
+JOBS: list[tuple[str, datetime, int, str, dict[str, str]]] = [
+    ("a", at(3, "09:15"), 60, "complete", {"alpha": "complete", "beta": "complete"}),  # 1
+    ("a", at(3, "09:40"), 120, "error", {"alpha": "error", "beta": "error"}),  # 2
+    ("a", at(4, "14:00"), 30, "complete", {"alpha": "complete"}),  # 3 restores 2
+    ("a", at(9, "23:30"), 90, "partial", {"alpha": "complete", "beta": "error"}),  # 4 (a Sunday)
+    ("a", at(10, "00:10"), 45, "complete", {"beta": "complete"}),  # 5 restores 4
+    ("b", at(5, "09:00"), 300, "complete", {"alpha": "complete"}),  # 6
+    ("b", at(5, "09:50"), 10, "error", {"alpha": "error"}),  # 7
+    ("b", at(11, "08:00"), 20, "complete", {"alpha": "complete"}),  # after the range; restores 7
+    ("a", datetime(2025, 3, 2, 23, 59, 59, tzinfo=UTC), 60, "error", {"alpha": "error"}),  # before it
+]
+RESTORE_2 = 86400 + 4 * 3600 + 18 * 60 + 30  # 3rd 09:42:10 → 4th 14:00:40
+RESTORE_4 = 39 * 60 + 15  # 9th 23:31:40 → 10th 00:10:55
+RESTORE_7 = 5 * 86400 + 22 * 3600 + 10 * 60 + 10  # 5th 09:50:20 → 11th 08:00:30
+
+
+class Fixture:
+    """An org with environments `a` and `b` and agents `alpha` and `beta`, and JOBS written directly."""
+
+    def __init__(self, db: Database, client: OrgdeckClient) -> None:
+        self.db = db
+        self.client = client
+        self.env = {"a": client.environments.create("env-a").id, "b": client.environments.create("env-b").id}
+        versioned_agent(client, "alpha")
+        versioned_agent(client, "beta")
+        with db.session() as session:
+            self.org_id = org_id_of(session, client.org_slug)
+            agents = session.execute(select(Agent.stable_key, Agent.id).where(Agent.org_id == self.org_id))
+            self.agent_ids = {key: id_ for key, id_ in agents}
+
+    def add_jobs(self, jobs: list[tuple[str, datetime, int, str, dict[str, str]]]) -> None:
+        with self.db.session(write=True) as session:
+            for environment, created, seconds, status, results in jobs:
+                session.add(self.job(self.env[environment], created, seconds, status, results))
+            session.flush()
+            rebuild_rollups(session, org_id=self.org_id)
+
+    def job(
+        self, environment_id: str, created: datetime, seconds: int, status: str, results: dict[str, str]
+    ) -> JobRow:
+        started = created + timedelta(seconds=10)
+        running = status == "running"
+        agents = [
+            JobAgentRow(
+                agent_id=self.agent_ids[key],
+                stable_key=key,
+                version=1,
+                config={},
+                config_hash="0" * 64,
+                status=result,
+                error="refused" if result == "error" else None,
+            )
+            for key, result in results.items()
+        ]
+        return JobRow(
+            id=new_id("job", at=created),
+            org_id=self.org_id,
+            environment_id=environment_id,
+            status=status,
+            attempts=1,
+            created_at=created,
+            started_at=started,
+            finished_at=None if running else started + timedelta(seconds=seconds),
+            # A live lease: the service's worker leaves a running job alone.
+            lease_token="lease_test" if running else None,
+            lease_expires_at=utcnow() + timedelta(days=1) if running else None,
+            agent_rows=agents,
+        )
+
+
+def org_id_of(session: Any, slug: str) -> str:
+    return session.scalar(select(Organization.id).where(Organization.slug == slug))
+
+
+@pytest.fixture
+def fixture(db: Database, client: OrgdeckClient) -> Fixture:
+    made = Fixture(db, client)
+    # A job still running, on a day with ended ones: not counted until it ends.
+    made.add_jobs([*JOBS, ("a", at(3, "09:20"), 0, "running", {"alpha": "pending"})])
+    return made
+
+
+def cells(heatmap: Heatmap) -> dict[tuple[str, str], tuple[int, int, float | None]]:
+    return {(c.row, c.column): (c.count, c.failures, c.value) for c in heatmap.cells}
+
+
+def figures(metrics: MetricsFigures) -> tuple[Any, ...]:
+    return (
+        metrics.deployments,
+        metrics.failures,
+        metrics.deployments_per_day,
+        metrics.change_failure_rate,
+        metrics.median_duration_seconds,
+        metrics.median_time_to_restore_seconds,
+    )
+
+
+# -- heatmaps -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("metric", "values"),
+    [("count", (2, 1, 1, 1, 2)), ("failures", (1, 0, 1, 0, 1)), ("failure_rate", (0.5, 0.0, 1.0, 0.0, 0.5))],
+)
+def test_environment_by_day_counts_ended_jobs_on_the_day_they_were_created(fixture, metric, values):
+    heatmap = fixture.client.deployments.heatmap(metric=metric, start=START, end=END)
+
+    a, b = fixture.env["a"], fixture.env["b"]
+    assert (heatmap.group_by, heatmap.bucket, heatmap.metric) == ("environment", "day", metric)
+    assert (heatmap.start, heatmap.end) == (START, END)
+    assert [(row.id, row.name) for row in heatmap.rows] == [(a, "env-a"), (b, "env-b")]
+    assert [column.id for column in heatmap.columns] == [
+        (START + timedelta(days=n)).isoformat() for n in range(8)
+    ]
+    counts = [(2, 1), (1, 0), (1, 1), (1, 0), (2, 1)]
+    keys = [(a, "2025-03-03"), (a, "2025-03-04"), (a, "2025-03-09"), (a, "2025-03-10"), (b, "2025-03-05")]
+    assert cells(heatmap) == {
+        key: (count, failed, value) for key, (count, failed), value in zip(keys, counts, values, strict=True)
+    }
+
+
+def test_environment_by_week_starts_weeks_on_monday(fixture):
+    heatmap = fixture.client.deployments.heatmap(bucket="week", metric="failure_rate", start=START, end=END)
+
+    a, b = fixture.env["a"], fixture.env["b"]
+    assert [column.id for column in heatmap.columns] == ["2025-03-03", "2025-03-10"]
+    assert cells(heatmap) == {
+        (a, "2025-03-03"): (4, 2, 0.5),
+        (a, "2025-03-10"): (1, 0, 0.0),
+        (b, "2025-03-03"): (2, 1, 0.5),
+    }
+    # A range starting mid-week still shows the whole week's column, counting only days in range.
+    midweek = fixture.client.deployments.heatmap(bucket="week", start=date(2025, 3, 5), end=END)
+    assert [column.id for column in midweek.columns] == ["2025-03-03", "2025-03-10"]
+    assert cells(midweek)[a, "2025-03-03"] == (1, 1, 1.0)
+
+
+def test_weekday_by_hour_in_utc(fixture):
+    heatmap = fixture.client.deployments.heatmap(
+        group_by="weekday_hour", metric="failures", start=START, end=END
+    )
+
+    assert [row.id for row in heatmap.rows] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert [column.id for column in heatmap.columns] == [f"{hour:02d}" for hour in range(24)]
+    assert cells(heatmap) == {
+        ("Mon", "09"): (2, 1, 1),
+        ("Mon", "00"): (1, 0, 0),
+        ("Tue", "14"): (1, 0, 0),
+        ("Wed", "09"): (2, 1, 1),
+        ("Sun", "23"): (1, 1, 1),
+    }
+    only_b = fixture.client.deployments.heatmap(
+        group_by="weekday_hour", start=START, end=END, environment_id=fixture.env["b"]
+    )
+    assert cells(only_b) == {("Wed", "09"): (2, 1, 2)}
+
+
+def test_agent_by_environment_counts_each_agent_result(fixture):
+    heatmap = fixture.client.deployments.heatmap(
+        group_by="agent", metric="failure_rate", start=START, end=END
+    )
+
+    a, b = fixture.env["a"], fixture.env["b"]
+    assert [(row.id, row.name) for row in heatmap.rows] == [("alpha", "alpha"), ("beta", "beta")]
+    assert [column.id for column in heatmap.columns] == [a, b]
+    assert cells(heatmap) == {("alpha", a): (4, 1, 0.25), ("beta", a): (4, 2, 0.5), ("alpha", b): (2, 1, 0.5)}
+    only_b = fixture.client.deployments.heatmap(group_by="agent", start=START, end=END, environment_id=b)
+    assert [row.id for row in only_b.rows] == ["alpha"] and [column.id for column in only_b.columns] == [b]
+    assert cells(only_b) == {("alpha", b): (2, 1, 2)}
+
+
+def test_environment_filter_and_a_range_without_jobs(fixture):
+    b = fixture.env["b"]
+    only_b = fixture.client.deployments.heatmap(start=START, end=END, environment_id=b)
+    assert [row.id for row in only_b.rows] == [b]
+    assert cells(only_b) == {(b, "2025-03-05"): (2, 1, 2)}
+
+    empty = fixture.client.deployments.heatmap(start=date(2024, 1, 1), end=date(2024, 1, 31))
+    assert empty.cells == [] and len(empty.columns) == 31 and len(empty.rows) == 2
+
+
+def test_the_default_range_is_the_last_90_days_and_731_days_is_the_most(client):
+    today = utcnow().date()
+    heatmap = client.deployments.heatmap()
+    assert (heatmap.start, heatmap.end) == (today - timedelta(days=89), today)
+    assert client.deployments.metrics(end=date(2025, 3, 10)).start == date(2024, 12, 11)
+    widest = client.deployments.heatmap(bucket="week", start=date(2023, 1, 1), end=date(2024, 12, 31))
+    assert (widest.end - widest.start).days + 1 == MAX_ANALYTICS_DAYS
+
+
+# -- metrics ------------------------------------------------------------------------------
+
+
+def test_metrics_by_week_over_the_range_per_period_and_per_environment(fixture):
+    metrics = fixture.client.deployments.metrics(period="week", start=START, end=END)
+
+    assert (metrics.period, metrics.start, metrics.end) == ("week", START, END)
+    # Durations 10 30 45 60 90 120 300; restores of jobs 2, 4 and 7 (7 by a job after the range).
+    assert figures(metrics.totals) == (7, 3, 0.875, 0.4286, 60.0, float(RESTORE_2))
+    first, second = metrics.periods
+    assert (first.period_start, second.period_start) == (START, END)
+    assert figures(first) == (6, 3, 0.8571, 0.5, 75.0, float(RESTORE_2))  # 7 days of the range
+    assert figures(second) == (1, 0, 1.0, 0.0, 45.0, None)  # 1 day of the range
+    a, b = metrics.environments
+    assert (a.environment_id, a.environment_name, b.environment_name) == (fixture.env["a"], "env-a", "env-b")
+    assert figures(a) == (5, 2, 0.625, 0.4, 60.0, (RESTORE_2 + RESTORE_4) / 2)
+    assert [figures(point) for point in a.periods] == [
+        (4, 2, 0.5714, 0.5, 75.0, (RESTORE_2 + RESTORE_4) / 2),
+        (1, 0, 1.0, 0.0, 45.0, None),
+    ]
+    assert figures(b) == (2, 1, 0.25, 0.5, 155.0, float(RESTORE_7))
+    assert [figures(point) for point in b.periods] == [
+        (2, 1, 0.2857, 0.5, 155.0, float(RESTORE_7)),
+        (0, 0, 0.0, None, None, None),
+    ]
+
+
+def test_metrics_by_day_and_month_and_for_one_environment(fixture):
+    by_day = fixture.client.deployments.metrics(period="day", start=START, end=END)
+    assert [point.period_start for point in by_day.periods] == [START + timedelta(days=n) for n in range(8)]
+    points = {point.period_start: figures(point) for point in by_day.periods}
+    assert points[START] == (2, 1, 2.0, 0.5, 90.0, float(RESTORE_2))
+    assert points[date(2025, 3, 6)] == (0, 0, 0.0, None, None, None)
+
+    by_month = fixture.client.deployments.metrics(period="month", start=START, end=END)
+    [month] = by_month.periods
+    assert month.period_start == date(2025, 3, 1)
+    assert figures(month) == figures(by_month.totals)
+
+    only_b = fixture.client.deployments.metrics(start=START, end=END, environment_id=fixture.env["b"])
+    assert [environment.environment_name for environment in only_b.environments] == ["env-b"]
+    assert figures(only_b.totals) == (2, 1, 0.25, 0.5, 155.0, float(RESTORE_7))
+
+
+# -- through the worker -------------------------------------------------------------------
+
+
+def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, settings):
+    environment = client.environments.create("live").id
+    versioned_agent(client, "alpha")
+    done = wait_for_end(client, client.deployments.deploy(environment, ["alpha"]).id)
+    with db.session(write=True) as session:
+        # A job whose worker kept dying: the worker gives up on it, and it ends as an error.
+        request = DeploymentRequest(
+            org_slug=client.org_slug, environment_id=environment, agent_stable_keys=["alpha"]
+        )
+        job = deployments.create_job(session, org_id=org_id_of(session, client.org_slug), request=request)
+        job.status, job.attempts, job.started_at = "running", MAX_ATTEMPTS, utcnow()
+        job.lease_token, job.lease_expires_at = "lease_dead", utcnow() - timedelta(seconds=1)
+        given_up = job.id
+    run_deployment_jobs(db, settings)  # the service's own worker may take it first; either is right
+    failed = wait_for_end(client, given_up)
+    assert (done.status, failed.status) == ("complete", "error")
+
+    today = done.created_at.date()
+    heatmap = client.deployments.heatmap(start=today, end=failed.created_at.date())
+    assert (
+        sum(cell.count for cell in heatmap.cells) == 2 and sum(cell.failures for cell in heatmap.cells) == 1
+    )
+    weekday = client.deployments.heatmap(group_by="weekday_hour", start=today, end=failed.created_at.date())
+    assert (weekday.cells[0].row, weekday.cells[0].column) == (
+        ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[done.created_at.weekday()],
+        f"{done.created_at.hour:02d}",
+    )
+    assert client.deployments.metrics(start=today).totals.deployments == 2
+
+    counted = rollup_rows(db, org_id_of_slug(db, client.org_slug))
+    with db.session(write=True) as session:
+        rebuild_rollups(session, org_id=org_id_of(session, client.org_slug))
+    assert rollup_rows(db, org_id_of_slug(db, client.org_slug)) == counted
+
+
+def org_id_of_slug(db: Database, slug: str) -> str:
+    with db.session() as session:
+        return org_id_of(session, slug)
+
+
+def rollup_rows(db: Database, org_id: str) -> dict[str, list[tuple[Any, ...]]]:
+    with db.session() as session:
+        return {
+            model.__tablename__: sorted(
+                tuple(row)
+                for row in session.execute(select(*model.__table__.c).where(model.org_id == org_id))
+            )
+            for model in (DeploymentRollup, DeploymentHourlyRollup)
+        }
+
+
+def test_the_migration_counts_the_jobs_that_ended_before_it(tmp_path):
+    with scratch_database(tmp_path) as url:
+        database = Database(url)
+        try:
+            config = alembic_config(database)
+            command.upgrade(config, "0008_deployments")
+            with database.engine.begin() as connection:
+                tables = MetaData()
+                tables.reflect(connection, only=["organizations", "environments", "deployment_jobs"])
+                when = at(3, "09:15")
+                connection.execute(
+                    tables.tables["organizations"].insert(),
+                    {"id": "org_1", "slug": "old", "name": "Old", "created_at": when},
+                )
+                environment = {"org_id": "org_1", "description": "", "target": "builtin"}
+                connection.execute(
+                    tables.tables["environments"].insert(),
+                    {"id": "env_1", "name": "old", "created_at": when, "updated_at": when, **environment},
+                )
+                jobs = [("complete", "09:15"), ("error", "09:40"), ("partial", "10:05"), ("pending", "10:10")]
+                connection.execute(
+                    tables.tables["deployment_jobs"].insert(),
+                    [
+                        {"id": f"job_{n}", "org_id": "org_1", "environment_id": "env_1", "status": status}
+                        | {"attempts": 1, "created_at": at(5, clock)}  # a Wednesday
+                        for n, (status, clock) in enumerate(jobs)
+                    ],
+                )
+            command.upgrade(config, "heads")
+
+            migrated = rollup_rows(database, "org_1")
+            assert [row[2:] for row in migrated["deployment_hourly_rollups"]] == [
+                (date(2025, 3, 5), 9, 2, 1),
+                (date(2025, 3, 5), 10, 1, 1),
+            ]
+            assert [row[2:] for row in migrated["deployment_rollups"]] == [
+                (date(2025, 3, 5), date(2025, 3, 3), 3, 2)
+            ]
+            with database.session(write=True) as session:
+                rebuild_rollups(session, org_id="org_1")
+            assert rollup_rows(database, "org_1") == migrated
+        finally:
+            database.dispose()
+
+
+# -- isolation and bad input ----------------------------------------------------------------
+
+
+def test_another_orgs_jobs_never_show(fixture, server, other_org: Org, db, http, org):
+    with OrgdeckClient(server.url, other_org.key, org_slug=other_org.slug) as other:
+        stranger = Fixture(db, other)
+        stranger.add_jobs(JOBS[:3])
+        assert sum(cell.count for cell in other.deployments.heatmap(start=START, end=END).cells) == 3
+        assert other.deployments.metrics(start=START, end=END).totals.deployments == 3
+    mine = fixture.client.deployments.heatmap(start=START, end=END)
+    assert sum(cell.count for cell in mine.cells) == 7
+    assert {row.id for row in mine.rows} == set(fixture.env.values())
+    assert fixture.client.deployments.metrics(start=START, end=END).totals.deployments == 7
+    # Another org's environment is as unknown as a made-up one.
+    for path in ("heatmap", "metrics"):
+        query = {"orgSlug": org.slug, "environmentId": stranger.env["a"]}
+        response = http.get(f"agents/deployments/{path}", params=query, headers=org.headers)
+        assert response.status_code == 400 and response.json()["details"][0]["field"] == "environmentId"
+
+
+BOTH = [
+    ({"start": "2025-02-30"}, "start"),
+    ({"end": "yesterday"}, "end"),
+    ({"start": "2025-03-10", "end": "2025-03-09"}, "end"),
+    ({"start": "2023-01-01", "end": "2025-01-01"}, "start"),  # 732 days
+    ({"start": "2020-01-01"}, "start"),  # up to today
+    ({"environmentId": "env_doesnotexist"}, "environmentId"),
+    ({"environmentId": "e" * 41}, "environmentId"),
+]
+HEATMAP = [
+    ({"groupBy": "team"}, "groupBy"),
+    ({"bucket": "month"}, "bucket"),
+    ({"metric": "median"}, "metric"),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "query", "field"),
+    [("heatmap", *case) for case in BOTH + HEATMAP]
+    + [("metrics", *case) for case in [*BOTH, ({"period": "year"}, "period")]],
+)
+def test_bad_input_is_400_naming_the_field(http, org, path, query, field):
+    response = http.get(
+        f"agents/deployments/{path}", params={"orgSlug": org.slug, **query}, headers=org.headers
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["details"][0]["field"] == field, response.json()
