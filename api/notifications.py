@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import AwareDatetime, Field, StringConstraints, model_validator
@@ -26,6 +26,9 @@ ChannelKind = Literal["webhook", "slack", "email"]
 ChannelState = Literal["active", "disabled"]
 LogStatus = Literal["sent", "failed", "dead"]
 LOG_STATUSES: tuple[str, ...] = ("sent", "failed", "dead")
+# GET /notifications/logs/stats covers the last `days` UTC days, today included.
+STATS_DEFAULT_DAYS = 30
+STATS_MAX_DAYS = 365
 
 # A deliberately loose address check: the SMTP server is the judge; this catches typos early.
 EmailAddress = Annotated[
@@ -156,6 +159,38 @@ class LogEntry(Record):
     created_at: Timestamp
 
 
+class StatusCounts(Record):
+    """Delivery attempts by outcome."""
+
+    sent: int
+    failed: int
+    dead: int
+
+
+class DayCounts(StatusCounts):
+    """The attempts of one UTC day."""
+
+    day: date
+
+
+class ChannelCounts(StatusCounts):
+    """The attempts to one channel, a deleted one included (its log outlives it)."""
+
+    channel_id: str
+    channel_name: str
+    channel_kind: ChannelKind
+    failure_rate: float = Field(description="The share of attempts that failed or were dead, 0..1.")
+
+
+class LogStats(Record):
+    """Counts of delivery attempts from `start` (midnight UTC, `days` days ago including today)."""
+
+    days: int
+    start: Timestamp
+    per_day: list[DayCounts] = Field(description="Every day of the period, oldest first, zeros included.")
+    per_channel: list[ChannelCounts] = Field(description="Channels with attempts, most attempts first.")
+
+
 class NotificationsResource(Resource):
     def create_channel(
         self,
@@ -244,3 +279,9 @@ class NotificationsResource(Resource):
         }
         answer = self._client.request("GET", "/notifications/logs", params=params)
         return Page[LogEntry].model_validate(answer)
+
+    def log_stats(self, *, days: int | None = None, org_slug: str | None = None) -> LogStats:
+        """Attempts per day and per channel over the last `days` days (default 30, at most 365)."""
+        params = {"orgSlug": self._org(org_slug), "days": days}
+        answer = self._client.request("GET", "/notifications/logs/stats", params=params)
+        return LogStats.model_validate(answer)

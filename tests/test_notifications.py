@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
 
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import select
+from sqlalchemy import func, select
 
+from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
 from api.events import EVENT_TYPES
-from service.crypto import GENERATED_KEY_FILE, Cipher, cipher_for
+from service.crypto import Cipher
 from service.db import Database
-from service.notifications.models import Channel, DeliveryLog
+from service.events.models import Event
+from service.notifications.demo import DEMO_CHANNELS, seed_delivery_history, seed_notifications
+from service.notifications.models import Channel, Delivery, DeliveryLog
 from service.notifications.service import rotate_channel_secrets
 from service.orgs.models import Organization
 from tests.conftest import Org, raw_database_contains
@@ -313,11 +318,144 @@ def test_openapi_documents_the_query_encodings(http):
     assert "dotted form" in parameters["dateRange"]["description"]
 
 
+# -- the delivery log's counts (charts) ---------------------------------------------------------
+
+
+def add_logs(
+    db: Database, org: Org, rows: list[tuple[Any, ...]], *, names: dict[str, str] | None = None
+) -> None:
+    """Attempts (time, channel id, status[, event type]) of the org, to webhook channels named by
+    `names` or after their ids."""
+    with db.session(write=True) as session:
+        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        assert org_id is not None
+        session.add_all(
+            DeliveryLog(
+                org_id=org_id,
+                delivery_id=f"msg_{index}",
+                event_id=f"evt_{index}",
+                event_type=event_type[0] if event_type else "deployment.complete",
+                channel_id=channel_id,
+                channel_name=(names or {}).get(channel_id, f"Name of {channel_id}"),
+                channel_kind="webhook",
+                attempt=1,
+                status=status,
+                created_at=created_at,
+            )
+            for index, (created_at, channel_id, status, *event_type) in enumerate(rows)
+        )
+
+
+def test_log_stats_count_per_day_and_per_channel(client, db, org):
+    midnight = datetime.combine(datetime.now(UTC).date(), datetime.min.time(), tzinfo=UTC)
+    first = midnight - timedelta(days=2)  # the first instant of a three-day period
+    add_logs(
+        db,
+        org,
+        [
+            (first - timedelta(microseconds=1), "ch_hook", "dead"),  # the day before: not counted
+            (first, "ch_hook", "sent"),
+            (first + timedelta(hours=23), "ch_hook", "failed"),
+            (first + timedelta(hours=23, minutes=5), "ch_hook", "sent"),
+            (midnight + timedelta(minutes=1), "ch_slack", "failed"),
+            (midnight + timedelta(minutes=2), "ch_slack", "dead"),
+            (midnight + timedelta(minutes=3), "ch_deleted", "sent"),
+            (midnight + timedelta(days=1), "ch_hook", "sent"),  # tomorrow (a clock ahead): not counted
+        ],
+    )
+    stats = client.notifications.log_stats(days=3)
+    assert stats.days == 3
+    assert stats.start == first
+    assert [(d.day, d.sent, d.failed, d.dead) for d in stats.per_day] == [
+        (first.date(), 2, 1, 0),
+        (first.date() + timedelta(days=1), 0, 0, 0),
+        (midnight.date(), 1, 1, 1),
+    ]
+    by_channel = [(c.channel_id, c.channel_name, c.sent, c.failed, c.dead) for c in stats.per_channel]
+    assert by_channel == [
+        ("ch_hook", "Name of ch_hook", 2, 1, 0),
+        ("ch_slack", "Name of ch_slack", 0, 1, 1),
+        ("ch_deleted", "Name of ch_deleted", 1, 0, 0),
+    ]
+    assert [round(c.failure_rate, 3) for c in stats.per_channel] == [0.333, 1.0, 0.0]
+
+
+def test_log_stats_default_to_thirty_days_in_wire_form(http, org, db):
+    add_logs(db, org, [(datetime.now(UTC) - timedelta(days=29), "ch_hook", "sent")])
+    response = http.get("notifications/logs/stats", params={"orgSlug": org.slug}, headers=org.headers)
+    assert response.status_code == 200, response.text
+    answer = response.json()
+    assert answer["days"] == 30 and len(answer["perDay"]) == 30
+    assert answer["perDay"][0] == {"day": answer["perDay"][0]["day"], "sent": 1, "failed": 0, "dead": 0}
+    assert answer["start"].endswith("T00:00:00.000Z")
+    assert answer["perChannel"][0]["channelId"] == "ch_hook"
+    assert answer["perChannel"][0]["failureRate"] == 0
+
+
+@pytest.mark.parametrize("days", ["0", "366", "ten", "-1"])
+def test_log_stats_days_out_of_range_is_400(http, org, days):
+    params = {"orgSlug": org.slug, "days": days}
+    response = http.get("notifications/logs/stats", params=params, headers=org.headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["details"][0]["field"] == "days"
+
+
+def test_log_stats_of_another_org_are_not_counted(client, db, org, other_org, server):
+    add_logs(db, org, [(datetime.now(UTC), "ch_hook", "sent")])
+    assert client.notifications.log_stats(days=1).per_day[0].sent == 1
+    with OrgdeckClient(server.url, other_org.key, org_slug=other_org.slug) as theirs:
+        stats = theirs.notifications.log_stats(days=1)
+    assert [(d.sent, d.failed, d.dead) for d in stats.per_day] == [(0, 0, 0)]
+    assert stats.per_channel == []
+
+
+# -- demo data --------------------------------------------------------------------------------
+
+
+def test_demo_channels_and_history_are_realistic_and_written_once(client, db, org, settings):
+    seed_notifications(client)
+    seed_notifications(client)
+    channels = client.notifications.list_channels().items
+    assert sorted(c.name for c in channels) == sorted(DEMO_CHANNELS)
+    # Nothing the demo delivers can leave this machine.
+    assert {urlsplit(c.config["url"]).hostname for c in channels} == {"127.0.0.1"}
+    subscribed = {(s.channel_id, s.event_type) for s in client.notifications.list_subscriptions().items}
+    assert len(subscribed) == sum(len(demo.event_types) for demo in DEMO_CHANNELS.values())
+
+    schedule = settings.notification_retry_schedule
+    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule)
+    history = client.notifications.logs(limit=1000).items
+    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule)
+    assert client.notifications.logs(limit=1000).total == len(history) > 100
+
+    now = datetime.now(UTC)
+    assert all(now - timedelta(days=30) < entry.created_at < now for entry in history)
+    by_delivery: dict[str, list[str]] = {}
+    for entry in sorted(history, key=lambda e: e.attempt):
+        by_delivery.setdefault(entry.delivery_id, []).append(entry.status)
+    outcomes = [statuses[-1] for statuses in by_delivery.values()]
+    assert set(outcomes) == {"sent", "dead"} and outcomes.count("dead") == 1
+    (dead,) = [statuses for statuses in by_delivery.values() if statuses[-1] == "dead"]
+    assert dead == ["failed"] * (len(schedule) - 1) + ["dead"]
+    assert any(statuses[-1] == "sent" and len(statuses) > 1 for statuses in by_delivery.values())
+    assert {entry.channel_name for entry in history} == set(DEMO_CHANNELS)
+    assert all(
+        c.created_at < min(e.created_at for e in history) for c in client.notifications.list_channels().items
+    )
+
+    # Finished deliveries and fanned-out events: nothing for a worker to pick up and send.
+    with db.session() as session:
+        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        pending = select(func.count()).where(Delivery.org_id == org_id, Delivery.status == "pending")
+        assert session.scalar(pending) == 0
+        waiting = select(func.count()).where(Event.org_id == org_id, Event.fanned_out_at.is_(None))
+        assert session.scalar(waiting) == 0
+
+
 def test_channel_secrets_rotate_to_a_new_key(client, db, settings):
     created = client.notifications.create_channel("Rotated", "webhook", url=WEBHOOK_URL)
     new_key = Fernet.generate_key().decode()
-    cipher_for(settings)  # makes sure the service's key exists
-    service_keys = settings.encryption_keys or [(settings.data_dir / GENERATED_KEY_FILE).read_text().strip()]
+    service_keys = settings.encryption_keys
     with db.session(write=True) as session:
         assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 1
     with db.session(write=True) as session:

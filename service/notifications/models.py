@@ -80,14 +80,17 @@ class DeliveryLog(Base):
 
     __tablename__ = "notification_logs"
     __table_args__ = (
+        # Both end in `id`, the order's tie-breaker: a page's ids, however deep its offset, are
+        # found in an index alone, and only the page's own rows are then read.
         Index(
-            "ix_notification_logs_org_id_channel_id_status_created_at",
+            "ix_notification_logs_org_id_channel_id_status_created_at_id",
             "org_id",
             "channel_id",
             "status",
             "created_at",
+            "id",
         ),
-        Index("ix_notification_logs_org_id_created_at", "org_id", "created_at"),
+        Index("ix_notification_logs_org_id_created_at_id", "org_id", "created_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("log"))
@@ -105,3 +108,32 @@ class DeliveryLog(Base):
     error: Mapped[str | None] = mapped_column(String(500))
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class DeliveryLogCount(Base):
+    """How many attempts an organization's log holds per UTC hour, channel, event type and outcome.
+
+    The `total` of a log query is summed from these rows for the whole hours it covers, instead of
+    counting every matching attempt. Triggers on notification_logs (migration 0012) keep it, so
+    every writer, bulk loads included, keeps it exact.
+    """
+
+    __tablename__ = "notification_log_counts"
+    __table_args__ = (
+        Index(
+            "ix_notification_log_counts_org_id_channel_id_status_hour",
+            "org_id",
+            "channel_id",
+            "status",
+            "hour",
+            "event_type",
+            "attempts",
+        ),
+    )
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    hour: Mapped[datetime] = mapped_column(UTCDateTime, primary_key=True)
+    channel_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    event_type: Mapped[str] = mapped_column(String(40), primary_key=True)
+    status: Mapped[str] = mapped_column(String(20), primary_key=True)
+    attempts: Mapped[int] = mapped_column(Integer)

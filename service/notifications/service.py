@@ -7,19 +7,33 @@ import binascii
 import json
 import secrets
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import delete, func, or_, select
-from sqlalchemy.orm import Session
+from sqlalchemy import ColumnElement, ScalarSelect, delete, func, literal, literal_column, select, tuple_
+from sqlalchemy.orm import InstrumentedAttribute, Session
 
-from api.notifications import ChannelConfig, LogQuery
+from api.notifications import (
+    LOG_STATUSES,
+    ChannelConfig,
+    ChannelCounts,
+    DayCounts,
+    LogEntry,
+    LogQuery,
+    LogStats,
+)
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.events.service import record_event
-from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
+from service.notifications.models import (
+    Channel,
+    Delivery,
+    DeliveryLog,
+    DeliveryLogCount,
+    Subscription,
+)
 from service.outbound import OutboundRefused, check_url_syntax
 
 SIGNING_SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix, not a secret
@@ -164,49 +178,156 @@ def list_subscriptions(session: Session, *, org_id: str, channel_id: str | None)
     return list(session.scalars(query.order_by(Subscription.channel_id, Subscription.event_type)))
 
 
+# A log entry's fields are columns of the log by the same names.
+LOG_ENTRY_COLUMNS = [DeliveryLog.__table__.c[name] for name in LogEntry.model_fields]
+
+
 @dataclass(frozen=True)
 class LogPage:
-    entries: list[DeliveryLog]
+    entries: list[LogEntry]
     total: int
     next_cursor: str | None
 
 
 def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
-    """Delivery attempts, newest first: a page by offset (the spec's paging) or after a cursor."""
-    filters = [DeliveryLog.org_id == org_id]
-    if query.event_type:
-        filters.append(DeliveryLog.event_type == query.event_type)
-    if query.channel_id:
-        filters.append(DeliveryLog.channel_id == query.channel_id)
-    if query.status:
-        filters.append(DeliveryLog.status.in_(query.status))
-    if query.date_range.start:
-        filters.append(DeliveryLog.created_at >= query.date_range.start)
-    if query.date_range.end:
-        filters.append(DeliveryLog.created_at < query.date_range.end)
-    total = session.scalar(select(func.count()).select_from(DeliveryLog).where(*filters)) or 0
-    page = select(DeliveryLog).where(*filters)
+    """Delivery attempts, newest first: a page by offset (the spec's paging) or after a cursor.
+
+    The hourly counts (DeliveryLogCount) give `total` and let a deep offset start in the hour
+    that holds it; the page's ids then come from an index alone and only their rows are read.
+    """
+    matches = _matching(DeliveryLog, org_id, query)
+    count = _count_logs(session, org_id=org_id, query=query, matches=matches)
+    start, end = query.date_range.start, query.date_range.end
+    offset, limit = query.pagination.offset, query.pagination.limit
+    after: tuple[datetime, str] | None = None
+    # Each way of going deep replaces the range's end: a database bounds an index scan by one
+    # upper bound only, and would otherwise walk every match from the end down.
     if query.cursor:
-        created_at, log_id = _decode_cursor(query.cursor)
-        page = page.where(
-            or_(
-                DeliveryLog.created_at < created_at,
-                (DeliveryLog.created_at == created_at) & (DeliveryLog.id < log_id),
-            )
-        )
-    limit = query.pagination.limit
-    rows = list(
-        session.scalars(
-            page.order_by(DeliveryLog.created_at.desc(), DeliveryLog.id.desc())
-            .offset(query.pagination.offset)
-            .limit(limit + 1)
-        )
+        after = _decode_cursor(query.cursor)
+        if end is not None and end <= after[0]:
+            after = None  # the range ends before the cursor: its end alone bounds the page
+        else:
+            end = None
+    elif offset >= count.total:
+        return LogPage(entries=[], total=count.total, next_cursor=None)
+    elif offset:
+        skipped = _skip_whole_hours(session, count, offset)
+        if skipped:
+            end, offset = skipped[0], offset - skipped[1]
+    ids = select(DeliveryLog.id).where(*matches, *_between(start, end))
+    if after:
+        ids = ids.where(tuple_(DeliveryLog.created_at, DeliveryLog.id) < after)
+    newest_first = (DeliveryLog.created_at.desc(), DeliveryLog.id.desc())
+    ids = ids.order_by(*newest_first).offset(offset).limit(limit + 1)
+    page = select(*LOG_ENTRY_COLUMNS).where(DeliveryLog.id.in_(ids)).order_by(*newest_first)
+    # Plain rows, not ORM objects: a page is only read and answered, and rows load faster.
+    entries = [LogEntry.model_validate(row._asdict()) for row in session.execute(page)]
+    next_cursor = _encode_cursor(entries[limit - 1]) if len(entries) > limit else None
+    return LogPage(entries=entries[:limit], total=count.total, next_cursor=next_cursor)
+
+
+def _matching(
+    table: type[DeliveryLog] | type[DeliveryLogCount], org_id: str, query: LogQuery
+) -> list[ColumnElement[bool]]:
+    """The query's filters other than time, on the log or on its counts (same column names)."""
+    filters = [table.org_id == org_id]
+    if query.event_type:
+        filters.append(table.event_type == query.event_type)
+    if query.channel_id:
+        filters.append(table.channel_id == query.channel_id)
+    if query.status:
+        filters.append(table.status.in_(query.status))
+    return filters
+
+
+def _between(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
+    bounds = []
+    if start:
+        bounds.append(DeliveryLog.created_at >= start)
+    if end:
+        bounds.append(DeliveryLog.created_at < end)
+    return bounds
+
+
+@dataclass(frozen=True)
+class _LogCount:
+    """The matches of a log query: `newest` in the partial hour at the range's end (from `top`),
+    `whole` in the whole hours below it (`hours` selects their counts; None when there are none),
+    then the rest of `total` in the partial hour at its start (from `bottom`)."""
+
+    total: int
+    newest: int = 0
+    whole: int = 0
+    top: datetime | None = None
+    bottom: datetime | None = None
+    hours: list[ColumnElement[bool]] | None = None
+
+
+def _count_logs(
+    session: Session, *, org_id: str, query: LogQuery, matches: list[ColumnElement[bool]]
+) -> _LogCount:
+    """Count the matches (`matches`: the query's filters on the log) from the hourly counts of
+    the whole hours in range and from the rows of the partial hours at its ends, in one
+    statement: the cost follows the length of the range, not the number of matches."""
+    start, end = query.date_range.start, query.date_range.end
+    bottom = _hour_ceiling(start) if start else None
+    top = _hour_floor(end) if end else None
+
+    def rows_between(low: datetime | None, high: datetime | None) -> ScalarSelect[int]:
+        return select(func.count()).where(*matches, *_between(low, high)).scalar_subquery()
+
+    if bottom and top and bottom >= top:
+        return _LogCount(total=session.scalar(select(rows_between(start, end))) or 0)  # no whole hour
+    hours = _matching(DeliveryLogCount, org_id, query)
+    if bottom:
+        hours.append(DeliveryLogCount.hour >= bottom)
+    if top:
+        hours.append(DeliveryLogCount.hour < top)
+    whole = select(func.coalesce(func.sum(DeliveryLogCount.attempts), 0)).where(*hours).scalar_subquery()
+    newest = rows_between(top, end) if end and top and top < end else literal(0)
+    oldest = rows_between(start, bottom) if start and bottom and start < bottom else literal(0)
+    counted = session.execute(select(newest, whole, oldest)).one()
+    return _LogCount(
+        total=sum(counted), newest=counted[0], whole=counted[1], top=top, bottom=bottom, hours=hours
     )
-    next_cursor = _encode_cursor(rows[limit - 1]) if len(rows) > limit else None
-    return LogPage(entries=rows[:limit], total=total, next_cursor=next_cursor)
 
 
-def _encode_cursor(entry: DeliveryLog) -> str:
+def _skip_whole_hours(session: Session, count: _LogCount, offset: int) -> tuple[datetime, int] | None:
+    """A time before which the page at `offset` starts, and how many newer matches that skips:
+    the start of the hour below the one the offset falls in, found from the hourly counts."""
+    if count.hours is None or offset < count.newest:
+        return None
+    if offset >= count.newest + count.whole:
+        return (count.bottom, count.newest + count.whole) if count.bottom else None
+    per_hour = (
+        select(DeliveryLogCount.hour, func.sum(DeliveryLogCount.attempts).label("attempts"))
+        .where(*count.hours)
+        .group_by(DeliveryLogCount.hour)
+        .subquery()
+    )
+    running = func.sum(per_hour.c.attempts).over(order_by=per_hour.c.hour.desc())
+    hours = select(per_hour.c.hour, per_hour.c.attempts, running.label("running")).subquery()
+    first_past = (
+        select(hours.c.hour, hours.c.running - hours.c.attempts)
+        .where(hours.c.running > offset - count.newest)
+        .order_by(hours.c.hour.desc())
+        .limit(1)
+    )
+    hour, newer = session.execute(first_past).one()
+    # Every match from the end of that hour on is newer than the offset: no need to walk them.
+    return hour + timedelta(hours=1), count.newest + newer
+
+
+def _hour_floor(moment: datetime) -> datetime:
+    return moment.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def _hour_ceiling(moment: datetime) -> datetime:
+    floor = _hour_floor(moment)
+    return floor if floor == moment else floor + timedelta(hours=1)
+
+
+def _encode_cursor(entry: LogEntry) -> str:
     raw = json.dumps([entry.created_at.isoformat(), entry.id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
@@ -221,6 +342,66 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
         return moment, str(log_id)
     except (ValueError, TypeError) as exc:
         raise InvalidInput("cursor is not a nextCursor this service returned", field="cursor") from exc
+
+
+def log_stats(session: Session, *, org_id: str, days: int) -> LogStats:
+    """Attempts per UTC day and per channel, by outcome, over the last `days` days (counted in SQL)."""
+    first_day = utcnow().date() - timedelta(days=days - 1)
+    start = datetime.combine(first_day, time.min, tzinfo=UTC)
+    # Both counts read one range of the (org_id, created_at) index. The end bound keeps out a row
+    # stamped after today by a process whose clock runs ahead.
+    in_period = (
+        DeliveryLog.org_id == org_id,
+        DeliveryLog.created_at >= start,
+        DeliveryLog.created_at < start + timedelta(days=days),
+    )
+    day = _utc_day(session, DeliveryLog.created_at)
+    per_day = {first_day + timedelta(days=n): dict.fromkeys(LOG_STATUSES, 0) for n in range(days)}
+    by_day = select(day, DeliveryLog.status, func.count()).where(*in_period).group_by(day, DeliveryLog.status)
+    for day_text, status, count in session.execute(by_day):
+        per_day[date.fromisoformat(day_text)][status] = count
+    channel = (DeliveryLog.channel_id, DeliveryLog.channel_name, DeliveryLog.channel_kind)
+    per_channel: dict[tuple[str, str, str], dict[str, int]] = {}
+    by_channel = (
+        select(*channel, DeliveryLog.status, func.count())
+        .where(*in_period)
+        .group_by(*channel, DeliveryLog.status)
+    )
+    for channel_id, name, kind, status, count in session.execute(by_channel):
+        per_channel.setdefault((channel_id, name, kind), dict.fromkeys(LOG_STATUSES, 0))[status] = count
+    return LogStats(
+        days=days,
+        start=start,
+        per_day=[DayCounts(day=d, **counts) for d, counts in per_day.items()],
+        per_channel=sorted(
+            (_channel_counts(*channel_key, counts) for channel_key, counts in per_channel.items()),
+            key=lambda c: (-(c.sent + c.failed + c.dead), c.channel_name),
+        ),
+    )
+
+
+def _channel_counts(channel_id: str, name: str, kind: str, counts: dict[str, int]) -> ChannelCounts:
+    attempts = sum(counts.values())
+    return ChannelCounts(
+        channel_id=channel_id,
+        channel_name=name,
+        channel_kind=kind,
+        failure_rate=(counts["failed"] + counts["dead"]) / attempts,
+        **counts,
+    )
+
+
+def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> ColumnElement[str]:
+    """`YYYY-MM-DD` of a timestamp in UTC, in the database's own dialect.
+
+    The constants are inlined, not bound, so that the GROUP BY repeats the SELECT's expression
+    exactly (PostgreSQL compares the two texts, and two bound parameters never match).
+    """
+    if session.get_bind().dialect.name == "postgresql":
+        in_utc = func.timezone(literal_column("'UTC'"), column)
+        return func.to_char(in_utc, literal_column("'YYYY-MM-DD'"))
+    # SQLite keeps UTC timestamps as ISO 8601 text.
+    return func.strftime(literal_column("'%Y-%m-%d'"), column)
 
 
 def rotate_channel_secrets(session: Session, *, cipher: Cipher) -> int:

@@ -1,0 +1,501 @@
+"""Notifications: how deliveries are going, the delivery log, channels and their subscriptions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from datetime import UTC, date, datetime, time, timedelta
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from api import ApiError
+from api.events import EVENT_TYPES
+from api.notifications import LOG_STATUSES, Channel, LogEntry, LogStats, Subscription
+from components.charts import AMBER, GREEN, RED
+from components.confirm import confirmed
+from components.connection import client
+from components.feedback import load, notify, show_error, show_notice
+from components.formatting import ago
+
+PERIODS = (7, 30, 90)
+PAGE_SIZE = 50
+ANY = "Any"
+STATUS_COLOURS = {"sent": GREEN, "failed": AMBER, "dead": RED}
+KINDS = {"webhook": "Webhook", "slack": "Slack", "email": "Email"}
+CREATED = "created_channel"
+MATRIX = "subscription_matrix"
+LOG_PAGE = "log_page"
+LOG_FILTERS = "log_filters"
+CHART_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
+
+orgdeck = client()
+
+
+def destination(channel: Channel) -> str:
+    """Where a channel delivers, as the service shows it (a Slack URL by its host only)."""
+    if channel.kind == "email":
+        return ", ".join(channel.config.get("recipients", []))
+    return str(channel.config.get("url", ""))
+
+
+def rate(failed: int, attempts: int) -> str:
+    return f"{failed / attempts:.0%}" if attempts else "—"
+
+
+# --- how deliveries are going ---------------------------------------------------------------------
+
+
+def summary(stats: LogStats) -> None:
+    sent = sum(day.sent for day in stats.per_day)
+    failed = sum(day.failed for day in stats.per_day)
+    dead = sum(day.dead for day in stats.per_day)
+    sent_col, failed_col, dead_col, rate_col = st.columns(4)
+    sent_col.metric("Delivered", sent, help="Attempts that got a 2xx answer (or were accepted by SMTP).")
+    failed_col.metric("Failed, retried", failed, help="Attempts that failed with a retry scheduled.")
+    dead_col.metric("Dead", dead, help="Deliveries whose last retry failed: the event never arrived.")
+    rate_col.metric("Failure rate", rate(failed + dead, sent + failed + dead), help="Of all attempts.")
+    if dead:
+        st.error(
+            f"**{dead} deliver{'y' if dead == 1 else 'ies'} dead** in the last {stats.days} days: "
+            "the event never reached its channel. Filter the log below by status *dead* to see why.",
+            icon=":material/error:",
+        )
+
+
+def per_day_figure(stats: LogStats) -> go.Figure:
+    days = [day.day for day in stats.per_day]
+    figure = go.Figure(
+        [
+            go.Bar(
+                x=days,
+                y=[getattr(day, status) for day in stats.per_day],
+                name=status,
+                marker_color=STATUS_COLOURS[status],
+                hovertemplate=f"%{{x|%a %d %b}}: %{{y}} {status}<extra></extra>",
+            )
+            for status in LOG_STATUSES
+        ]
+    )
+    figure.update_layout(
+        title={"text": "Delivery attempts per day", "font": {"size": 14}},
+        barmode="stack",
+        height=300,
+        margin=CHART_MARGIN,
+        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        xaxis={"type": "date", "showgrid": False},
+        yaxis={"title": None, "rangemode": "tozero"},
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return figure
+
+
+def failure_rate_figure(stats: LogStats) -> go.Figure:
+    channels = stats.per_channel
+    attempts = [c.sent + c.failed + c.dead for c in channels]
+    figure = go.Figure(
+        go.Bar(
+            x=[c.failure_rate for c in channels],
+            y=[c.channel_name for c in channels],
+            orientation="h",
+            marker_color=[RED if c.dead else AMBER if c.failed else GREEN for c in channels],
+            text=[f"{c.failure_rate:.0%} of {n}" for c, n in zip(channels, attempts, strict=True)],
+            textposition="auto",
+            customdata=[[c.failed, c.dead] for c in channels],
+            hovertemplate="<b>%{y}</b>: %{x:.1%} failed<br>"
+            "%{customdata[0]} retried, %{customdata[1]} dead<extra></extra>",
+        )
+    )
+    figure.update_layout(
+        title={"text": "Failure rate per channel", "font": {"size": 14}},
+        height=300,
+        margin=CHART_MARGIN,
+        xaxis={
+            "tickformat": ".0%",
+            "rangemode": "tozero",
+            "range": [0, max(0.1, *(c.failure_rate for c in channels)) * 1.15],
+        },
+        yaxis={"autorange": "reversed", "type": "category"},
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return figure
+
+
+def charts(stats: LogStats) -> None:
+    if not stats.per_channel:
+        st.info(f"No delivery attempts in the last {stats.days} days.", icon=":material/info:")
+        return
+    days_col, channels_col = st.columns([3, 2], gap="large")
+    days_col.plotly_chart(per_day_figure(stats), width="stretch", config={"displayModeBar": False})
+    channels_col.plotly_chart(failure_rate_figure(stats), width="stretch", config={"displayModeBar": False})
+
+
+# --- the delivery log -------------------------------------------------------------------------------
+
+
+def date_range(days: int) -> tuple[datetime | None, datetime | None]:
+    """The picked UTC dates as [start, end) instants; the end date is included whole."""
+    today = datetime.now(UTC).date()
+    picked = st.date_input(
+        "Dates (UTC)",
+        value=(today - timedelta(days=days - 1), today),
+        max_value=today,
+        format="YYYY-MM-DD",
+    )
+    # While a range is being picked the widget holds only its start.
+    chosen: Sequence[date] = picked if isinstance(picked, Sequence) else [picked]
+    if not chosen:
+        return None, None
+    start = datetime.combine(chosen[0], time.min, tzinfo=UTC)
+    return start, datetime.combine(chosen[-1] + timedelta(days=1), time.min, tzinfo=UTC)
+
+
+def log_table(entries: list[LogEntry]) -> None:
+    # Optional values as text, so that an absent one is an empty cell rather than "None".
+    table = pd.DataFrame(
+        [
+            {
+                "Time": entry.created_at,
+                "Status": entry.status,
+                "Event": entry.event_type,
+                "Channel": entry.channel_name,
+                "Attempt": entry.attempt,
+                "HTTP": str(entry.response_status or ""),
+                "Error": entry.error or "",
+                "Latency (ms)": str(entry.latency_ms if entry.latency_ms is not None else ""),
+                "Next attempt": f"{entry.next_attempt_at:%Y-%m-%d %H:%M:%S}" if entry.next_attempt_at else "",
+                "Message id": entry.delivery_id,
+            }
+            for entry in entries
+        ]
+    )
+    st.dataframe(
+        table.style.map(lambda s: f"color: {STATUS_COLOURS[s]}; font-weight: 600", subset=["Status"]),
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "Time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+            "HTTP": st.column_config.TextColumn(help="The receiver's answer"),
+            "Error": st.column_config.TextColumn(width="large"),
+            "Next attempt": st.column_config.TextColumn(help="When a failed attempt is retried (UTC)"),
+            "Message id": st.column_config.TextColumn(
+                help="The `webhook-id` header: the same on every attempt of one delivery"
+            ),
+        },
+    )
+
+
+def delivery_log(channels: list[Channel], stats: LogStats) -> None:
+    # Channels deleted since keep their attempts in the log: they can be filtered on too.
+    names = {c.id: c.name for c in channels}
+    names |= {
+        c.channel_id: f"{c.channel_name} (deleted)" for c in stats.per_channel if c.channel_id not in names
+    }
+    event_col, channel_col, status_col, dates_col = st.columns(4)
+    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event_type")
+    channel_id = channel_col.selectbox(
+        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel"
+    )
+    statuses = status_col.multiselect("Status", list(LOG_STATUSES), placeholder="Any", key="log_status")
+    with dates_col:
+        start, end = date_range(stats.days)
+    filters = (event_type, channel_id, tuple(statuses), start, end)
+    if st.session_state.get(LOG_FILTERS) != filters:
+        st.session_state[LOG_FILTERS] = filters
+        st.session_state[LOG_PAGE] = 1
+    page_number = st.session_state.get(LOG_PAGE, 1)
+    page = load(
+        "load the delivery log",
+        lambda: orgdeck.notifications.logs(
+            event_type=None if event_type == ANY else event_type,
+            channel_id=None if channel_id == ANY else channel_id,
+            status=statuses or None,
+            start=start,
+            end=end,
+            limit=PAGE_SIZE,
+            offset=(page_number - 1) * PAGE_SIZE,
+        ),
+    )
+    total = page.total or 0
+    if not page.items:
+        filtered = event_type != ANY or channel_id != ANY or statuses
+        st.info(
+            "No attempt matches these filters." if filtered else "No delivery attempts in these dates.",
+            icon=":material/info:",
+        )
+        return
+    log_table(page.items)
+    pages = -(-total // PAGE_SIZE)
+    first = (page_number - 1) * PAGE_SIZE + 1
+    page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
+    page_col.number_input("Page", min_value=1, max_value=max(pages, page_number), step=1, key=LOG_PAGE)
+    count_col.caption(
+        f"Attempts {first} to {first + len(page.items) - 1} of {total}, newest first · page {page_number} of {pages}"
+    )
+
+
+# --- channels ---------------------------------------------------------------------------------------
+
+
+def channels_table(channels: list[Channel], subscriptions: list[Subscription]) -> None:
+    subscribed: dict[str, list[str]] = {}
+    for subscription in subscriptions:
+        if subscription.enabled:
+            subscribed.setdefault(subscription.channel_id, []).append(subscription.event_type)
+    table = pd.DataFrame(
+        [
+            {
+                "Name": c.name,
+                "Kind": c.kind,
+                "Destination": destination(c),
+                "State": c.state,
+                "Disabled because": c.disabled_reason or "",
+                "Event types": subscribed.get(c.id, []),
+                "Created": ago(c.created_at),
+                "Id": c.id,
+            }
+            for c in channels
+        ]
+    )
+    st.dataframe(
+        table,
+        hide_index=True,
+        width="stretch",
+        column_config={
+            "Event types": st.column_config.ListColumn(help="The event types it receives"),
+        },
+    )
+
+
+def recipients(text: str) -> list[str]:
+    return [address for address in re.split(r"[\s,;]+", text) if address]
+
+
+def create_form(*, expanded: bool) -> None:
+    with st.expander("New channel", expanded=expanded, icon=":material/add:"):
+        kind = st.radio(
+            "Kind", list(KINDS), format_func=KINDS.__getitem__, horizontal=True, key="channel_kind"
+        )
+        with st.form("create_channel", clear_on_submit=True):
+            name = st.text_input("Name", placeholder="e.g. #platform-alerts", max_chars=200)
+            if kind == "email":
+                target = st.text_input(
+                    "Recipients",
+                    placeholder="oncall@example.com, platform@example.com",
+                    help="Up to 50 addresses, separated by commas. Sent through the service's SMTP server.",
+                )
+            else:
+                target = st.text_input(
+                    "Incoming-webhook URL" if kind == "slack" else "URL",
+                    placeholder="https://hooks.slack.com/services/…" if kind == "slack" else "https://…",
+                    help="The Slack URL is a credential: it is kept encrypted and shown by its host only."
+                    if kind == "slack"
+                    else "Deliveries are POSTed here, signed per the Standard Webhooks spec.",
+                )
+            if st.form_submit_button("Create channel", type="primary"):
+                try:
+                    created = orgdeck.notifications.create_channel(
+                        name.strip(),
+                        kind,
+                        url=None if kind == "email" else target.strip(),
+                        recipients=recipients(target) if kind == "email" else None,
+                    )
+                except ApiError as error:
+                    show_error(error, "create the channel")
+                else:
+                    st.session_state[CREATED] = {"name": created.name, "secret": created.signing_secret}
+                    notify(
+                        f"Created channel **{created.name}**. Subscribe it to event types in *Subscriptions*."
+                    )
+
+
+def created_secret() -> None:
+    """A new webhook channel's signing secret, on the run right after its creation only."""
+    created = st.session_state.pop(CREATED, None)
+    if created is None or not created["secret"]:
+        return
+    st.warning(
+        f"The signing secret of **{created['name']}** is shown this once: copy it now "
+        "(the copy button is at the right of the box) into the receiver.",
+        icon=":material/key:",
+    )
+    st.code(created["secret"], language=None)
+    st.caption(
+        "The receiver checks each `webhook-signature` header with it: `v1,` + base64 HMAC-SHA256 of "
+        "`webhook-id.webhook-timestamp.body`, keyed with the secret's base64 part after `whsec_`."
+    )
+
+
+def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
+    event_col, test_col = st.columns([3, 1], vertical_alignment="bottom")
+    event_type = event_col.selectbox(
+        "Test event type",
+        EVENT_TYPES,
+        index=EVENT_TYPES.index("deployment.complete"),
+        key=f"test_event_{channel.id}",
+    )
+    if test_col.button(
+        "Send test", icon=":material/send:", width="stretch", key=f"test_channel_{channel.id}"
+    ):
+        try:
+            orgdeck.notifications.test_channel(channel.id, event_type=event_type)
+        except ApiError as error:
+            show_error(error, "send the test")
+        else:
+            notify(
+                f"Queued a test `{event_type}` for **{channel.name}**. Its attempt appears in the delivery "
+                "log within seconds."
+            )
+    count = sum(1 for s in subscriptions if s.channel_id == channel.id)
+    going = {0: "It has no subscriptions", 1: "Its subscription goes too"}.get(
+        count, f"Its {count} subscriptions go too"
+    )
+    warning = (
+        f"Delete **{channel.name}**? {going}, and deliveries not yet made are dropped. "
+        "Its delivery logs are kept."
+    )
+    if confirmed("Delete channel", key=f"delete_channel_{channel.id}", warning=warning):
+        try:
+            orgdeck.notifications.delete_channel(channel.id)
+        except ApiError as error:
+            show_error(error, "delete the channel")
+        else:
+            st.session_state.pop("channel_choice", None)
+            notify(f"Deleted channel **{channel.name}** and its subscriptions; its delivery logs are kept.")
+
+
+def channels_section(channels: list[Channel], subscriptions: list[Subscription]) -> None:
+    created_secret()
+    if channels:
+        channels_table(channels, subscriptions)
+    else:
+        st.info("No channels yet. Create one: a webhook, a Slack incoming webhook or email recipients.")
+    create_form(expanded=not channels)
+    if channels:
+        by_id = {c.id: c for c in channels}
+        if st.session_state.get("channel_choice") not in by_id:
+            st.session_state["channel_choice"] = channels[0].id
+        chosen = st.selectbox(
+            "Channel",
+            list(by_id),
+            format_func=lambda c: f"{by_id[c].name} ({by_id[c].kind})",
+            key="channel_choice",
+        )
+        manage_channel(by_id[chosen], subscriptions)
+
+
+# --- subscriptions ---------------------------------------------------------------------------------
+
+
+def subscriptions_section(channels: list[Channel], subscriptions: list[Subscription]) -> None:
+    if not channels:
+        st.info("Create a channel first; then choose here which event types it receives.")
+        return
+    enabled = {(s.event_type, s.channel_id): s.enabled for s in subscriptions}
+    matrix = pd.DataFrame(
+        {c.id: [enabled.get((event_type, c.id), False) for event_type in EVENT_TYPES] for c in channels},
+        index=pd.Index(EVENT_TYPES, name="Event type"),
+    )
+    st.caption("Tick an event type for each channel that should receive it, then apply the changes.")
+    edited = st.data_editor(
+        matrix,
+        width="stretch",
+        key=MATRIX,
+        column_config={
+            c.id: st.column_config.CheckboxColumn(
+                c.name + (" (disabled)" if c.state == "disabled" else ""),
+                help=f"{KINDS[c.kind]}: {destination(c)}",
+            )
+            for c in channels
+        },
+    )
+    changes = [
+        (event_type, channel, bool(edited.at[event_type, channel.id]))
+        for channel in channels
+        for event_type in EVENT_TYPES
+        if bool(edited.at[event_type, channel.id]) != bool(matrix.at[event_type, channel.id])
+    ]
+    paused = [(s.event_type, s.channel_id) for s in subscriptions if not s.enabled]
+    if paused:
+        names = {c.id: c.name for c in channels}
+        listed = ", ".join(f"{names.get(c, c)} → `{e}`" for e, c in paused)
+        st.caption(f"Paused through the API (shown unticked; ticking one enables it again): {listed}.")
+    if st.button(
+        f"Apply {len(changes)} change{'' if len(changes) == 1 else 's'}"
+        if changes
+        else "No changes to apply",
+        type="primary",
+        disabled=not changes,
+        key="apply_subscriptions",
+    ):
+        apply_changes(changes)
+
+
+def apply_changes(changes: list[tuple[str, Channel, bool]]) -> None:
+    """Subscribe or unsubscribe each change; stop at the first refusal and say what was done."""
+    done = []
+    for event_type, channel, wanted in changes:
+        verb, preposition = ("subscribe", "to") if wanted else ("unsubscribe", "from")
+        try:
+            if wanted:
+                orgdeck.notifications.subscribe(channel.id, event_type)
+            else:
+                orgdeck.notifications.unsubscribe(channel.id, event_type)
+        except ApiError as error:
+            show_error(error, f"{verb} {channel.name} {preposition} {event_type}")
+            if done:
+                st.caption("Applied before that: " + "; ".join(done))
+            return
+        done.append(f"{verb}d **{channel.name}** {preposition} `{event_type}`")
+    # The edits are applied: the matrix starts again from what the service now holds.
+    st.session_state.pop(MATRIX, None)
+    notify("Subscriptions saved: " + "; ".join(done) + ".")
+
+
+# --- the page ---------------------------------------------------------------------------------------
+
+st.title("Notifications")
+st.caption(
+    "Events (a deployment ending, an agent failing, drifting or going stale) are delivered to channels "
+    "subscribed to them: webhooks, Slack and email. Every attempt is in the delivery log; failures are "
+    "retried with backoff for about a day, then the delivery is dead."
+)
+show_notice()
+
+period_col, _ = st.columns([2, 3])
+period = period_col.radio(
+    "Period",
+    PERIODS,
+    index=1,
+    format_func=lambda d: f"Last {d} days",
+    horizontal=True,
+    key="notifications_period",
+)
+stats = load("count deliveries", lambda: orgdeck.notifications.log_stats(days=period))
+channels = load("list channels", orgdeck.notifications.list_channels).items
+subscriptions = load("list subscriptions", orgdeck.notifications.list_subscriptions).items
+
+for channel in channels:
+    if channel.state == "disabled":
+        st.warning(
+            f"Channel **{channel.name}** is disabled: {channel.disabled_reason}", icon=":material/block:"
+        )
+if not channels and not stats.per_channel:
+    st.info(
+        "Nothing is delivered yet: create a channel under **Channels** below, then choose its event types "
+        "under **Subscriptions**.",
+        icon=":material/notifications:",
+    )
+summary(stats)
+charts(stats)
+
+log_tab, channels_tab, subscriptions_tab = st.tabs(
+    ["Delivery log", f"Channels ({len(channels)})", "Subscriptions"]
+)
+with log_tab:
+    delivery_log(channels, stats)
+with channels_tab:
+    channels_section(channels, subscriptions)
+with subscriptions_tab:
+    subscriptions_section(channels, subscriptions)
