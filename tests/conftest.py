@@ -19,6 +19,7 @@ from typing import Any
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -34,6 +35,10 @@ IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 POSTGRES_URL = os.environ.get("ORGDECK_TEST_DATABASE_URL", "")
 REDIS_URL = os.environ.get("ORGDECK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
 ROOT = Path(__file__).resolve().parent.parent
+# Every service and worker this session starts on the shared database encrypts under one key, as
+# production processes share ORGDECK_ENCRYPTION_KEYS: one with a key of its own (its own data
+# directory) could not read what the others stored.
+SESSION_ENCRYPTION_KEY = Fernet.generate_key().decode()
 _SKIPPED_PARTS: dict[str, str] = {}
 
 
@@ -110,6 +115,7 @@ def make_settings(data_dir: Path, database_url: str, **overrides: object) -> Set
         "database_url": database_url,
         "rate_limit": 1_000_000,
         "outbound_allow_private": ["*"],
+        "encryption_keys": [SESSION_ENCRYPTION_KEY],
     }
     values.update(overrides)
     return Settings(**values)

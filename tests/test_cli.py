@@ -11,7 +11,7 @@ import sys
 import httpx
 import pytest
 
-from tests.conftest import ROOT, wait_until_up
+from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, wait_until_up
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -27,7 +27,12 @@ def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]
 
 @pytest.fixture
 def cli_env(tmp_path, database_url, db) -> dict[str, str]:
-    return {**os.environ, "ORGDECK_DATA_DIR": str(tmp_path), "ORGDECK_DATABASE_URL": database_url}
+    return {
+        **os.environ,
+        "ORGDECK_DATA_DIR": str(tmp_path),
+        "ORGDECK_DATABASE_URL": database_url,
+        "ORGDECK_ENCRYPTION_KEYS": SESSION_ENCRYPTION_KEY,
+    }
 
 
 @pytest.mark.parametrize("command", [[], ["serve"], ["worker"], ["migrate"], ["create-org"]])

@@ -29,14 +29,16 @@ from typing import Any
 
 import pytest
 from aiosmtpd.controller import Controller
+from cryptography.fernet import Fernet
 from sqlalchemy import func, select
 
 from api import OrgdeckClient
 from service.bootstrap import create_org_with_key
+from service.crypto import Cipher
 from service.db import Database, utcnow
 from service.events.service import record_event
 from service.migrate import upgrade
-from service.notifications.models import Delivery
+from service.notifications.models import Channel, Delivery
 from service.orgs.models import Organization
 from service.server import ServerThread
 from service.settings import Settings
@@ -378,6 +380,30 @@ def test_deleting_a_channel_keeps_its_logs(service, tenant, receiver):
     assert (entry.channel_id, entry.channel_name, entry.status) == (channel.id, "Kept", "sent")
 
 
+def test_a_channel_whose_secret_cannot_be_decrypted_does_not_stop_the_others(service, tenant, receiver):
+    locked = tenant.client.notifications.create_channel(
+        "Locked", "webhook", url=receiver.script("/locked", 200)
+    )
+    healthy = tenant.client.notifications.create_channel(
+        "Healthy", "webhook", url=receiver.script("/healthy", 200)
+    )
+    with service.db.session(write=True) as session:  # as if written under a key since removed
+        session.get_one(Channel, locked.id).secret_encrypted = Cipher(
+            [Fernet.generate_key().decode()]
+        ).encrypt("whsec_" + base64.b64encode(b"k" * 24).decode())
+    tenant.client.notifications.test_channel(locked.id)
+    tenant.client.notifications.test_channel(healthy.id)
+
+    assert (
+        wait_for(lambda: attempts(tenant, healthy.id), what="the healthy channel's attempt")[0].status
+        == "sent"
+    )
+    (entry, *_) = wait_for(lambda: attempts(tenant, locked.id), what="the locked channel's attempt")
+    assert entry.status == "failed"
+    assert entry.error and "ORGDECK_ENCRYPTION_KEYS" in entry.error
+    assert receiver.at("/locked") == []
+
+
 def _deliveries_by_status(service: Service, org_id: str) -> dict[str, int]:
     with service.db.session() as session:
         rows = session.execute(
@@ -469,6 +495,7 @@ def _worker_process(settings: Settings) -> subprocess.Popen[bytes]:
         **os.environ,
         "ORGDECK_DATA_DIR": str(settings.data_dir),
         "ORGDECK_DATABASE_URL": settings.resolved_database_url,
+        "ORGDECK_ENCRYPTION_KEYS": ",".join(settings.encryption_keys),
         "ORGDECK_OUTBOUND_ALLOW_PRIVATE": "*",
         "ORGDECK_WORKER_IDLE_SECONDS": "0.05",
         "ORGDECK_NOTIFICATION_RETRY_SCHEDULE": ",".join(str(s) for s in RETRY_SCHEDULE),

@@ -13,7 +13,7 @@ from sqlalchemy import select
 
 from api import OrgdeckClient
 from api.errors import BadRequest, NotFound, ServerError
-from service.crypto import GENERATED_KEY_FILE, Cipher
+from service.crypto import Cipher
 from service.outbound import OutboundRefused, check_outbound_url
 from service.providers.models import ProviderConnection
 from service.providers.service import rotate_provider_keys
@@ -403,7 +403,7 @@ def test_the_key_never_reaches_the_logs(client, fake_llm, captured_logs):
 def test_rotation_re_encrypts_every_key_under_the_first(client, db, settings, fake_llm):
     provider_id = compatible(client, fake_llm)
     new_key = Fernet.generate_key().decode()
-    old_key = (settings.data_dir / GENERATED_KEY_FILE).read_text().strip()
+    [old_key] = settings.encryption_keys
     with db.session(write=True) as session:
         rotated = rotate_provider_keys(session, Cipher([new_key, old_key]))
     assert rotated >= 1

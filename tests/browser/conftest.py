@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, require, wait_until_up
+from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, require, wait_until_up
 
 CHROMIUM = os.environ.get("ORGDECK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -39,8 +39,8 @@ def console_url(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> 
     data_dir = tmp_path_factory.mktemp("console-data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORGDECK_API")}
     env.update({"ORGDECK_DATA_DIR": str(data_dir), "ORGDECK_DATABASE_URL": database_url})
-    # The test service's worker runs the shared database's jobs; this process has other encryption
-    # keys (its own data directory), so a worker here could not decrypt what the service stored.
+    env["ORGDECK_ENCRYPTION_KEYS"] = SESSION_ENCRYPTION_KEY
+    # The test service's worker runs the shared database's jobs; one worker is what tests expect.
     env["ORGDECK_RUN_WORKER"] = "false"
     log = (data_dir / "streamlit.log").open("w")
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
