@@ -19,6 +19,7 @@ from api.common import MAX_PAGE_SIZE
 from api.deployments import (
     AGENT_STATES,
     DEFAULT_ANALYTICS_DAYS,
+    DEFAULT_STATUS_PAGE_SIZE,
     FINISHED_JOB_STATUSES,
     JOB_STATUSES,
     AgentStatus,
@@ -42,6 +43,7 @@ from components.charts import (
 from components.connection import client, current
 from components.feedback import load, notify, show_error, show_notice
 from components.formatting import ago, duration
+from components.paging import paging_position
 
 TAB = "deployments_tab"
 OVERVIEW, DEPLOY, JOBS, HISTORY = "Overview", "Deploy", "Jobs", "History"
@@ -50,9 +52,8 @@ WATCHED = "deploy_watched"
 FOLLOWING = "deploy_following"
 JOB_CHOICE = "job_choice"
 JOB_CURSORS = "job_cursors"
-JOB_FILTERS = "job_filters"
 HISTORY_OFFSET = "history_offset"
-HISTORY_FILTERS = "history_filters"
+MATRIX_PAGE = "matrix_page"
 POLL_SECONDS = 1.0
 JOBS_PER_PAGE = 50
 HISTORY_PER_PAGE = 100
@@ -235,8 +236,14 @@ def status_section(matrix: StatusMatrix) -> None:
         st.info("No agents to show yet: create and snapshot agents on the Agents page.")
         return
     st.plotly_chart(status_matrix_figure(matrix), width="stretch", config=PLOT_CONFIG)
-    if matrix.total_agents > len({item.stable_key for item in matrix.items}):
-        st.caption(f"The first {matrix.limit} of {matrix.total_agents} agents.")
+    if matrix.total_agents > matrix.limit:
+        pages = -(-matrix.total_agents // matrix.limit)
+        st.number_input(
+            f"Page of {pages} ({matrix.total_agents} agents, {matrix.limit} a page)",
+            min_value=1,
+            max_value=pages,
+            key=MATRIX_PAGE,
+        )
     attention = [item for item in matrix.items if item.state in ("drifted", "stale", "error")]
     if not attention:
         return
@@ -325,7 +332,8 @@ def overview_tab() -> None:
         )
     matrix_col, hours_col = st.columns([3, 2], gap="large")
     with matrix_col:
-        matrix = load("load the status matrix", orgdeck.deployments.status)
+        offset = (st.session_state.get(MATRIX_PAGE, 1) - 1) * DEFAULT_STATUS_PAGE_SIZE
+        matrix = load("load the status matrix", lambda: orgdeck.deployments.status(offset=offset))
         status_section(matrix)
         stale_setting()
     with hours_col:
@@ -566,10 +574,7 @@ def jobs_tab(environment_names: dict[str, str]) -> None:
         key="jobs_environment",
     )
     # New filters start again from the newest page.
-    if st.session_state.get(JOB_FILTERS) != (statuses, environment):
-        st.session_state[JOB_FILTERS] = (statuses, environment)
-        st.session_state[JOB_CURSORS] = []
-    cursors: list[str] = st.session_state.get(JOB_CURSORS, [])
+    cursors: list[str] = paging_position(JOB_CURSORS, (tuple(statuses), environment), [])
     page = load(
         "list deployment jobs",
         lambda: orgdeck.deployments.jobs(
@@ -674,10 +679,7 @@ def history_tab(environment_names: dict[str, str]) -> None:
     )
     start, end = (picked[0], picked[-1]) if isinstance(picked, Sequence) and picked else (None, None)
     filters = (agent, environment, results, start, end)
-    if st.session_state.get(HISTORY_FILTERS) != filters:
-        st.session_state[HISTORY_FILTERS] = filters
-        st.session_state[HISTORY_OFFSET] = 0
-    offset = st.session_state.get(HISTORY_OFFSET, 0)
+    offset = paging_position(HISTORY_OFFSET, filters, 0)
     page = load(
         "load the deployment history",
         lambda: orgdeck.deployments.history(

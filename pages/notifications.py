@@ -18,6 +18,7 @@ from components.confirm import confirmed
 from components.connection import client
 from components.feedback import load, notify, show_error, show_notice
 from components.formatting import ago
+from components.paging import paging_position
 
 PERIODS = (7, 30, 90)
 PAGE_SIZE = 50
@@ -27,7 +28,6 @@ KINDS = {"webhook": "Webhook", "slack": "Slack", "email": "Email"}
 CREATED = "created_channel"
 MATRIX = "subscription_matrix"
 LOG_PAGE = "log_page"
-LOG_FILTERS = "log_filters"
 CHART_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
 
 orgdeck = client()
@@ -201,10 +201,7 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
     with dates_col:
         start, end = date_range(stats.days)
     filters = (event_type, channel_id, tuple(statuses), start, end)
-    if st.session_state.get(LOG_FILTERS) != filters:
-        st.session_state[LOG_FILTERS] = filters
-        st.session_state[LOG_PAGE] = 1
-    page_number = st.session_state.get(LOG_PAGE, 1)
+    page_number = paging_position(LOG_PAGE, filters, 1)
     page = load(
         "load the delivery log",
         lambda: orgdeck.notifications.logs(
