@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, StringConstraints, model_serializer, model_validator
 
 from api.agents import PromptReferenceName, StableKey
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp
@@ -33,7 +33,7 @@ MetricsPeriod = Literal["day", "week", "month"]
 
 DEFAULT_JOB_PAGE_SIZE = 20
 DEFAULT_STALE_AFTER_DAYS = 7
-DEFAULT_STATUS_PAGE_SIZE = 200
+DEFAULT_STATUS_PAGE_SIZE = 50
 # Analytics cover at most two years per request; the default window is the last 90 days.
 MAX_ANALYTICS_DAYS = 731
 DEFAULT_ANALYTICS_DAYS = 90
@@ -201,15 +201,33 @@ class HeatmapAxisItem(Record):
 
 
 class HeatmapCell(Record):
+    """One cell of a heatmap. On the wire it is the array `[row, column, count, failures, value]`:
+    a year of days by twenty environments is 7,300 cells, and objects would repeat five keys in each."""
+
     row: str
     column: str
     count: int
     failures: int
     value: float | None = Field(description="The metric asked for; failure_rate is None with no jobs.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _from_array(cls, data: Any) -> Any:
+        if isinstance(data, list | tuple):
+            return dict(zip(HEATMAP_CELL_FIELDS, data, strict=True))
+        return data
+
+    @model_serializer
+    def _to_array(self) -> tuple[str, str, int, int, float | None]:
+        return (self.row, self.column, self.count, self.failures, self.value)
+
+
+HEATMAP_CELL_FIELDS = ("row", "column", "count", "failures", "value")
+
 
 class Heatmap(Record):
-    """A sparse grid: `rows` and `columns` in display order, `cells` only where jobs exist.
+    """A sparse grid: `rows` and `columns` in display order, `cells` only where jobs exist, each
+    `[row id, column id, count, failures, value]`.
 
     environment: rows are environments, columns are bucket start dates. agent: rows are agents
     (stableKey), columns environments. weekday_hour: rows `Mon`..`Sun`, columns `00`..`23` (UTC).

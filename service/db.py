@@ -52,6 +52,11 @@ def utcnow() -> datetime:
     return datetime.now(UTC)
 
 
+def dialect_name(session: Session) -> str:
+    """`sqlite` or `postgresql`: where a query must be written for each."""
+    return session.get_bind().dialect.name
+
+
 def insert_unless_taken(session: Session, record: Base) -> bool:
     """Insert `record` in a savepoint; False when a unique constraint refuses it.
 

@@ -157,6 +157,21 @@ def test_environment_by_day_counts_ended_jobs_on_the_day_they_were_created(fixtu
     }
 
 
+def test_cells_travel_as_arrays_and_read_back_as_cells(fixture, http, org):
+    query = {
+        "orgSlug": org.slug,
+        "metric": "failure_rate",
+        "start": START.isoformat(),
+        "end": END.isoformat(),
+    }
+    answer = http.get("agents/deployments/heatmap", params=query, headers=org.headers)
+    assert answer.status_code == 200
+    a = fixture.env["a"]
+    assert [a, "2025-03-03", 2, 1, 0.5] in answer.json()["cells"]
+    parsed = Heatmap.model_validate(answer.json())
+    assert parsed.model_dump(mode="json")["cells"] == answer.json()["cells"]
+
+
 def test_environment_by_week_starts_weeks_on_monday(fixture):
     heatmap = fixture.client.deployments.heatmap(bucket="week", metric="failure_rate", start=START, end=END)
 

@@ -217,7 +217,7 @@ def test_deploying_is_in_sync_and_undeployed_pairs_are_not_deployed(client):
 
     assert [e.name for e in matrix.environments] == ["production", "staging"]
     assert matrix.stale_after_days == 7
-    assert (matrix.total_agents, matrix.limit, matrix.offset) == (2, 200, 0)
+    assert (matrix.total_agents, matrix.limit, matrix.offset) == (2, 50, 0)
     states = {(i.stable_key, i.environment_id): i for i in matrix.items}
     assert len(states) == 4
     alpha = states["alpha", staging]

@@ -53,7 +53,7 @@ from api.deployments import (
     MetricsPoint,
 )
 from service.agents.models import Agent
-from service.db import utcnow
+from service.db import dialect_name, utcnow
 from service.deployments.models import (
     DeploymentHourlyRollup,
     DeploymentJob,
@@ -88,7 +88,7 @@ def _increment(
 ) -> None:
     """Add `counts` to the row at `keys` (creating it with `fixed`): one statement, safe under
     concurrent workers."""
-    dialect = postgresql if _dialect(session) == "postgresql" else sqlite
+    dialect = postgresql if dialect_name(session) == "postgresql" else sqlite
     statement = dialect.insert(model).values(**keys, **counts, **fixed)
     added = {name: getattr(model, name) + getattr(statement.excluded, name) for name in counts}
     session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=added))
@@ -97,7 +97,7 @@ def _increment(
 def rebuild_rollups(session: Session, *, org_id: str) -> None:
     """Recount the org's rollups from its jobs, for loads that write jobs without the worker."""
     hourly, daily = DeploymentHourlyRollup, DeploymentRollup
-    dialect = _dialect(session)
+    dialect = dialect_name(session)
     if dialect == "postgresql":
         # Job ends wait until the recount commits (SQLite has one writer anyway): a job ending
         # meanwhile is counted once, by the recount or on top of it, never twice or lost.
@@ -214,7 +214,7 @@ def heatmap(
     if environment_id is not None:
         values["environment_id"] = environment_id
     statement = _cells_statement(
-        _dialect(session), group_by, bucket, metric, filtered=environment_id is not None
+        dialect_name(session), group_by, bucket, metric, filtered=environment_id is not None
     )
     cells = session.scalar(statement, values) or "[]"
     if group_by == "agent":
@@ -363,29 +363,21 @@ def _by_agent(environment_id: BindParameter[str] | None) -> Select[Any]:
 
 
 def _cells_json(dialect: str, grouped: Subquery, metric: str) -> Select[Any]:
-    """One JSON array of `{row, column, count, failures, value}`, built by the database."""
+    """One JSON array of `[row, column, count, failures, value]` cells (HeatmapCell), built by the
+    database: arrays rather than objects halve the text to build and send."""
     jobs, failures = grouped.c.jobs, grouped.c.failures
     value = {"count": jobs, "failures": failures, "failure_rate": cast(failures, Float) / jobs}[metric]
-    fields = {
-        "row": grouped.c.row,
-        "column": grouped.c.column,
-        "count": jobs,
-        "failures": failures,
-        "value": value,
-    }
+    fields = (grouped.c.row, grouped.c.column, jobs, failures, value)
     if dialect == "postgresql":
-        # Each row as an object keyed by its column names: a third cheaper than json_build_object.
-        cells = select(*(column.label(name) for name, column in fields.items())).subquery("cells")
-        return select(cast(func.json_agg(cells.table_valued()), Text))
-    # Joined as text: json_group_array would check each object again, a fifth of the cost.
-    pairs = [part for name, column in fields.items() for part in (literal_column(f"'{name}'"), column)]
-    joined = func.group_concat(func.json_object(*pairs), type_=Text)
+        return select(cast(func.json_agg(func.json_build_array(*fields)), Text))
+    # Joined as text: json_group_array would check each array again, a fifth of the cost.
+    joined = func.group_concat(func.json_array(*fields), type_=Text)
     return select(literal_column("'['", Text) + joined + literal_column("']'", Text))
 
 
 def _agent_rows(session: Session, org_id: str, cells: str) -> list[dict[str, str]]:
     """The agents the cells name (at most one per agent and environment), by stableKey."""
-    keys = {cell["row"] for cell in json.loads(cells)}
+    keys = {cell[0] for cell in json.loads(cells)}
     query = select(Agent.stable_key, Agent.name).where(Agent.org_id == org_id, Agent.stable_key.in_(keys))
     return [{"id": key, "name": name} for key, name in session.execute(query.order_by(Agent.stable_key))]
 
@@ -460,7 +452,7 @@ def _metrics_query(
     (every ended job) and RESTORE (every failed job that a complete one followed), at four levels:
     environment and period, environment (period NULL), period (environment NULL), all (both NULL).
     """
-    job, dialect = DeploymentJob, _dialect(session)
+    job, dialect = DeploymentJob, dialect_name(session)
     since, until = _bounds(start, end)
     # The next complete job may have been created after the range: only the start bounds the scan.
     scope = [job.org_id == org_id, job.created_at >= since, job.status.in_(ENDED)]
@@ -532,10 +524,6 @@ def _metrics_query(
 # --- SQL that differs between SQLite and PostgreSQL ---------------------------------------------
 # Constants are inlined, not bound: PostgreSQL matches a GROUP BY expression to the SELECT's by its
 # text, and two bound parameters never match.
-
-
-def _dialect(session: Session) -> str:
-    return session.get_bind().dialect.name
 
 
 def _bytewise(dialect: str, column: ColumnElement[str]) -> ColumnElement[str]:

@@ -33,6 +33,7 @@ from service.crypto import cipher_for
 from service.deployments import analytics, history, service, states
 from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
 from service.errors import InvalidInput
+from service.responses import rendered_json
 
 router = APIRouter(tags=["Deployments"])
 
@@ -119,7 +120,7 @@ def list_jobs(
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
     limit: JobLimitQuery = float(DEFAULT_JOB_PAGE_SIZE),
     cursor: Annotated[str | None, Query(max_length=40, description="A page's nextCursor.")] = None,
-) -> Page[DeploymentJob]:
+) -> Response:
     """Deployment jobs, newest first."""
     if not limit.is_integer():
         raise InvalidInput(f"limit must be a whole number (got {limit})", field="limit")
@@ -132,7 +133,7 @@ def list_jobs(
         cursor=cursor,
     )
     items = [DeploymentJob.model_validate(job) for job in jobs]
-    return Page[DeploymentJob](items=items, limit=int(limit), next_cursor=next_cursor)
+    return rendered_json(Page[DeploymentJob](items=items, limit=int(limit), next_cursor=next_cursor))
 
 
 @router.get("/agents/deployment-jobs/{jobId}", response_model=DeploymentJob)
@@ -181,7 +182,7 @@ def deployment_heatmap(
         end=end,
         environment_id=environment_id,
     )
-    return Response(body, media_type="application/json")
+    return rendered_json(body)
 
 
 @router.get("/agents/deployments/metrics", response_model=DeploymentMetrics)
@@ -269,7 +270,7 @@ def deployment_status(
         limit=limit,
         offset=offset,
     )
-    return Response(body, media_type="application/json")
+    return rendered_json(body)
 
 
 @router.get("/agents/deployments/settings", response_model=DeploymentSettings)

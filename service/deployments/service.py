@@ -137,6 +137,27 @@ def create_fleet_job(
     return create_job(session, org_id=org_id, request=request)
 
 
+# What a listing shows of a job and of each agent's result (named as in the wire model).
+LISTED_JOB_COLUMNS = (
+    DeploymentJob.id,
+    DeploymentJob.environment_id,
+    DeploymentJob.status,
+    DeploymentJob.message,
+    DeploymentJob.attempts,
+    DeploymentJob.created_at,
+    DeploymentJob.started_at,
+    DeploymentJob.finished_at,
+    DeploymentJob.lease_expires_at,
+)
+LISTED_RESULT_COLUMNS = (
+    DeploymentJobAgent.job_id,
+    DeploymentJobAgent.stable_key,
+    DeploymentJobAgent.version,
+    DeploymentJobAgent.status,
+    DeploymentJobAgent.error,
+)
+
+
 def list_jobs(
     session: Session,
     *,
@@ -145,18 +166,26 @@ def list_jobs(
     statuses: Sequence[str],
     limit: int,
     cursor: str | None,
-) -> tuple[list[DeploymentJob], str | None]:
-    """Jobs newest first (ids are time-ordered), and the cursor of the next page if there is one."""
-    query = select(DeploymentJob).where(DeploymentJob.org_id == org_id)
+) -> tuple[list[dict[str, Any]], str | None]:
+    """Jobs newest first (ids are time-ordered) as plain records with each agent's result, and the
+    cursor of the next page if there is one. Two queries of plain rows: a page of entities with their
+    agents' resolved configs would cost several times as much, for configs a listing never shows."""
+    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJob.org_id == org_id)
     if environment_id is not None:
         query = query.where(DeploymentJob.environment_id == environment_id)
     if statuses:
         query = query.where(DeploymentJob.status.in_(statuses))
     if cursor is not None:
         query = query.where(DeploymentJob.id < cursor)
-    jobs = list(session.scalars(query.order_by(DeploymentJob.id.desc()).limit(limit + 1)))
-    next_cursor = jobs[limit - 1].id if len(jobs) > limit else None
-    return jobs[:limit], next_cursor
+    rows = session.execute(query.order_by(DeploymentJob.id.desc()).limit(limit + 1)).all()
+    next_cursor = rows[limit - 1].id if len(rows) > limit else None
+    jobs = [{**row._mapping, "agents": []} for row in rows[:limit]]
+    by_id = {job["id"]: job for job in jobs}
+    results = select(*LISTED_RESULT_COLUMNS).where(DeploymentJobAgent.job_id.in_(by_id))
+    for row in session.execute(results.order_by(DeploymentJobAgent.stable_key)):
+        result = dict(row._mapping)
+        by_id[result.pop("job_id")]["agents"].append(result)
+    return jobs, next_cursor
 
 
 def parse_statuses(

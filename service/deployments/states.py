@@ -20,14 +20,30 @@ reported, never repaired: redeploying is the operator's call.
 
 from __future__ import annotations
 
-import json
 import re
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Select, delete, exists, func, or_, select
+from sqlalchemy import (
+    ColumnElement,
+    Select,
+    Subquery,
+    Text,
+    and_,
+    cast,
+    delete,
+    exists,
+    func,
+    literal,
+    literal_column,
+    null,
+    or_,
+    select,
+    true,
+)
+from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from api.deployments import (
@@ -39,7 +55,7 @@ from api.deployments import (
     StatusMatrix,
 )
 from service.agents.models import Agent, AgentVersion
-from service.db import Database, insert_unless_taken, utcnow
+from service.db import Database, dialect_name, insert_unless_taken, utcnow
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
@@ -61,7 +77,6 @@ PROMPT_RECHECK = timedelta(hours=1)
 PROMPT_REFERENCE = re.compile(r"^(?P<org>[^/\s]+)/(?P<registry>[^/\s]+)/(?P<artifact>[^/@\s]+)(?:@\S*)?$")
 ANNOUNCED_STATES = frozenset({"drifted", "stale"})
 ANNOUNCED_FIELDS = ("stableKey", "environmentId", "deployedVersion", "latestVersion", "since")
-ENVIRONMENT_ID_KEY = AgentStatus.model_fields["environment_id"].alias
 
 PromptKey = tuple[str, str, str]
 
@@ -161,7 +176,7 @@ def status_matrix(
 ) -> str:
     """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`).
 
-    A page is up to 200 x 20 cells by default: each deployed pair's cell is read as the text its
+    A page is 50 agents by every environment by default: each deployed pair's cell is read as the text its
     last evaluation stored, and the answer is put together as text, never as thousands of models.
     """
     environments_query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
@@ -174,19 +189,15 @@ def status_matrix(
     if states:
         conditions.append(_has_pair_in(states, environment_id=environment_id, environments=len(environments)))
     total = session.scalar(select(func.count(Agent.id)).where(*conditions)) or 0
-    agents = session.execute(
+    page = (
         select(Agent.id, Agent.stable_key, Agent.name, Agent.latest_version)
         .where(*conditions)
         .order_by(Agent.stable_key)
         .limit(limit)
         .offset(offset)
-    ).all()
-    stored = _stored_cells(session, agent_ids=[agent.id for agent in agents], environment_id=environment_id)
-    cells = [
-        cell
-        for agent in agents
-        for cell in _agent_cells(agent, [env_id for env_id, _ in environments], stored, states)
-    ]
+        .subquery("page")
+    )
+    cells = session.scalar(_cells_statement(session, page, environments_query.subquery("envs"), states))
     head = StatusMatrix(
         stale_after_days=get_stale_after_days(session, org_id=org_id),
         environments=[EnvironmentRef(id=env_id, name=name) for env_id, name in environments],
@@ -201,7 +212,7 @@ def status_matrix(
         offset=offset,
         total_agents=total,
     ).model_dump_json(exclude={"items"})
-    return f'{head[:-1]},"items":[{",".join(cells)}]}}'
+    return f'{head[:-1]},"items":[{cells or ""}]}}'
 
 
 def forget_agent(session: Session, *, agent_id: str) -> None:
@@ -605,54 +616,46 @@ def _has_pair_in(
     return or_(*options)
 
 
-def _stored_cells(
-    session: Session, *, agent_ids: list[str], environment_id: str | None
-) -> dict[tuple[str, str], tuple[str, str]]:
-    """(agent, environment) → (state, cell JSON) of the pairs that have a row."""
-    if not agent_ids:
-        return {}
-    query = select(
-        DeploymentState.agent_id, DeploymentState.environment_id, DeploymentState.state, DeploymentState.cell
-    ).where(DeploymentState.agent_id.in_(agent_ids))
-    if environment_id is not None:
-        query = query.where(DeploymentState.environment_id == environment_id)
-    return {(agent_id, env_id): (state, cell) for agent_id, env_id, state, cell in session.execute(query)}
-
-
-def _agent_cells(
-    agent: Any,
-    environment_ids: list[str],
-    stored: dict[tuple[str, str], tuple[str, str]],
-    states: Sequence[str],
-) -> Iterator[str]:
-    """The agent's cells in these environments, in their order, of the wanted states (all if none)."""
-    undeployed = None
-    for env_id in environment_ids:
-        state, cell = stored.get((agent.id, env_id)) or ("not_deployed", "")
-        if states and state not in states:
-            continue
-        if state == "not_deployed":
-            undeployed = undeployed or _undeployed_cell(agent)
-            cell = undeployed[0] + json.dumps(env_id) + undeployed[1]
-        elif not cell:  # a row the upgrade made, which the worker has not evaluated yet
-            cell = AgentStatus(
-                stable_key=agent.stable_key, agent_name=agent.name, environment_id=env_id, state=state
-            ).model_dump_json()
-        yield cell
-
-
-def _undeployed_cell(agent: Any) -> tuple[str, str]:
-    """The cell of the agent where it never was, as the text before and after the environment id."""
-    cell = AgentStatus(
-        stable_key=agent.stable_key,
-        agent_name=agent.name,
-        environment_id="",
-        state="not_deployed",
-        latest_version=agent.latest_version,
-    ).model_dump_json()
-    # Quotes inside JSON strings are escaped, so this text can only be the key and its empty value.
-    before, after = cell.split(f'"{ENVIRONMENT_ID_KEY}":""', 1)
-    return f'{before}"{ENVIRONMENT_ID_KEY}":', after
+def _cells_statement(session: Session, page: Subquery, envs: Subquery, states: Sequence[str]) -> Select[Any]:
+    """The page's cells (AgentStatus JSON), agent by agent and environment by environment, joined
+    into one text by the database: a deployed pair's cell is the text its last evaluation stored, any
+    other is made here. A thousand cells cost a tenth as much as reading them into Python one by one."""
+    state = func.coalesce(DeploymentState.state, "not_deployed")
+    postgres = dialect_name(session) == "postgresql"
+    empty_list = literal_column("'[]'::json" if postgres else "json('[]')")
+    fields = {
+        "stableKey": page.c.stable_key,
+        "agentName": page.c.name,
+        "environmentId": envs.c.id,
+        "state": state,
+        "deployedVersion": null(),
+        "latestVersion": page.c.latest_version,
+        "deployedAt": null(),
+        "lastJobId": null(),
+        "since": null(),
+        "drift": empty_list,
+        "newer": empty_list,
+        "error": null(),
+    }
+    made = (func.json_build_object if postgres else func.json_object)(
+        *(part for name, value in fields.items() for part in (literal(name), value))
+    )
+    # A pair the upgrade added but the worker has not evaluated yet has no cell text.
+    cell = func.coalesce(func.nullif(DeploymentState.cell, ""), cast(made, Text))
+    pairs = page.join(envs, true()).outerjoin(
+        DeploymentState,
+        and_(DeploymentState.agent_id == page.c.id, DeploymentState.environment_id == envs.c.id),
+    )
+    order = (page.c.stable_key, envs.c.name)
+    if postgres:
+        query = select(func.string_agg(cell, aggregate_order_by(literal(","), *order))).select_from(pairs)
+    else:
+        # SQLite aggregates the rows of an ordered subquery in that order.
+        ordered = select(cell.label("cell")).select_from(pairs).order_by(*order)
+        if states:
+            ordered = ordered.where(state.in_(states))
+        return select(func.group_concat(ordered.subquery().c.cell, ","))
+    return query.where(state.in_(states)) if states else query
 
 
 def _counts(session: Session, *, org_id: str, agents: int | None, environments: int | None) -> dict[str, int]:

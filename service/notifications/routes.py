@@ -26,6 +26,7 @@ from service.crypto import cipher_for
 from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
 from service.notifications import service
 from service.notifications.query import LOGS_QUERY_OPENAPI, QueryEncodingError, log_query_fields
+from service.responses import rendered_json
 
 router = APIRouter(prefix="/notifications", tags=["Notifications"])
 
@@ -134,9 +135,7 @@ def list_logs(request: Request, caller: CurrentCaller, session: DbSession) -> Re
         total=page.total,
         next_cursor=page.next_cursor,
     )
-    # Rendered here, from entries already validated: passed back through the response model, a
-    # page of log entries would be checked and converted twice more, which costs more than its query.
-    return Response(answer.model_dump_json(), media_type="application/json")
+    return rendered_json(answer)
 
 
 @router.get("/logs/stats", response_model=LogStats)

@@ -24,7 +24,7 @@ from api.notifications import (
     LogStats,
 )
 from service.crypto import Cipher, reencrypt_column
-from service.db import insert_unless_taken, utcnow
+from service.db import dialect_name, insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.events.service import record_event
 from service.notifications.models import (
@@ -397,7 +397,7 @@ def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> Colum
     The constants are inlined, not bound, so that the GROUP BY repeats the SELECT's expression
     exactly (PostgreSQL compares the two texts, and two bound parameters never match).
     """
-    if session.get_bind().dialect.name == "postgresql":
+    if dialect_name(session) == "postgresql":
         in_utc = func.timezone(literal_column("'UTC'"), column)
         return func.to_char(in_utc, literal_column("'YYYY-MM-DD'"))
     # SQLite keeps UTC timestamps as ISO 8601 text.
