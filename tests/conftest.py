@@ -8,6 +8,7 @@ session gets a database of its own there, dropped at the end). Parts this machin
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 import uuid
@@ -39,14 +40,13 @@ ROOT = Path(__file__).resolve().parent.parent
 # production processes share ORGDECK_ENCRYPTION_KEYS: one with a key of its own (its own data
 # directory) could not read what the others stored.
 SESSION_ENCRYPTION_KEY = Fernet.generate_key().decode()
-_SKIPPED_PARTS: dict[str, str] = {}
+MISSING_PART = re.compile(r"(?P<part>[\w ]+?) unavailable: (?P<reason>.*)")
 
 
 def require(part: str, reason: str) -> None:
     """Skip a test for a missing part on a laptop; in CI every part must run, so fail instead."""
     if IN_CI:
         pytest.fail(f"{part} is required in CI but unavailable: {reason}", pytrace=False)
-    _SKIPPED_PARTS.setdefault(part, reason)
     pytest.skip(f"{part} unavailable: {reason}")
 
 
@@ -61,8 +61,20 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             "orgdeck: ran on SQLite only; set ORGDECK_TEST_DATABASE_URL=postgresql://... to run on PostgreSQL too",
             yellow=True,
         )
-    for part, reason in _SKIPPED_PARTS.items():
+    for part, reason in skipped_parts(terminalreporter.stats.get("skipped", [])).items():
         terminalreporter.write_line(f"orgdeck: skipped the tests that need {part}: {reason}", yellow=True)
+
+
+def skipped_parts(reports: list[pytest.TestReport]) -> dict[str, str]:
+    """The missing parts named by `require`, read from the skip reports (which reach the main
+    process from every xdist worker, unlike any state kept in the worker that skipped)."""
+    parts: dict[str, str] = {}
+    for report in reports:
+        message = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+        found = MISSING_PART.match(message.removeprefix("Skipped: "))
+        if found:
+            parts.setdefault(found["part"], found["reason"])
+    return parts
 
 
 @dataclass(frozen=True)
