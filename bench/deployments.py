@@ -1,6 +1,6 @@
 """Deployment reads at 1,000,000 jobs: the jobs list, the heatmap and the status matrix.
 
-    .venv/bin/python bench/deployments.py                 # fresh SQLite, about a quarter of an hour
+    .venv/bin/python bench/deployments.py                 # fresh SQLite, about six minutes
     .venv/bin/python -m bench.deployments --database-url postgresql://postgres@127.0.0.1:5432/bench
 
 Creates 20 environments and 200 versioned agents through the API, then seeds at the database
