@@ -183,7 +183,13 @@ def percent(value: float | None) -> str:
 
 def metric_tiles(metrics: DeploymentMetrics) -> None:
     totals, periods = metrics.totals, metrics.periods
-    against = f" The arrow compares the latest {metrics.period} with the one before; the line, every {metrics.period}."
+    if metrics.end >= datetime.now(UTC).date():
+        # Today is not over: the period that holds it would read as a sudden drop in deployments.
+        periods = periods[:-1]
+    against = (
+        f" The arrow compares the latest complete {metrics.period} with the one before; "
+        f"the line, every complete {metrics.period}."
+    )
     tiles: list[tuple[str, str, Callable[[MetricsFigures], float | None], Callable[[float], str], str]] = [
         (
             "Deployment frequency",

@@ -2,11 +2,12 @@ from __future__ import annotations
 
 import json
 import time
+from datetime import UTC, datetime, timedelta
 
 from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
-from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob
+from api.deployments import DEFAULT_ANALYTICS_DAYS, FINISHED_JOB_STATUSES, DeploymentJob
 from service.agents.demo import seed_agents
 from service.deployments.demo import seed_deployment_history, seed_deployments
 from service.environments.demo import seed_environments
@@ -161,6 +162,14 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
     }
     assert tiles["Deployment frequency"].endswith(" / day") and tiles["Deployment frequency"] != "0.0 / day"
     assert "—" not in tiles.values()
+    # The trend leaves out the week still under way (today is not over), which would read as a drop.
+    today = datetime.now(UTC).date()
+    with org_client(server, org) as orgdeck:
+        start = today - timedelta(days=DEFAULT_ANALYTICS_DAYS - 1)
+        weeks = orgdeck.deployments.metrics(start=start, end=today).periods
+    rates = [week.deployments_per_day for week in weeks[:-1]]
+    shown = next(metric for metric in app.metric if metric.label == "Deployment frequency")
+    assert shown.delta == ("-" if rates[-1] < rates[-2] else "+") + f"{abs(rates[-1] - rates[-2]):.1f} / day"
     by_day, matrix, hours = (figure(chart) for chart in app.get("plotly_chart"))
     assert by_day["data"][0]["type"] == "heatmap"
     assert by_day["data"][0]["y"] == ["development", "eu-production", "production", "staging"]
