@@ -176,7 +176,7 @@ def status_matrix(
 ) -> str:
     """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`).
 
-    A page is 50 agents by every environment by default: each deployed pair's cell is read as the text its
+    A page is 50 agents by every environment by default: each deployed pair's cell is the text its
     last evaluation stored, and the answer is put together as text, never as thousands of models.
     """
     environments_query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
@@ -623,20 +623,17 @@ def _cells_statement(session: Session, page: Subquery, envs: Subquery, states: S
     state = func.coalesce(DeploymentState.state, "not_deployed")
     postgres = dialect_name(session) == "postgresql"
     empty_list = literal_column("'[]'::json" if postgres else "json('[]')")
-    fields = {
-        "stableKey": page.c.stable_key,
-        "agentName": page.c.name,
-        "environmentId": envs.c.id,
+    # Every field of AgentStatus, in its order: what a pair without a stored cell knows, else null.
+    known = {
+        "stable_key": page.c.stable_key,
+        "agent_name": page.c.name,
+        "environment_id": envs.c.id,
         "state": state,
-        "deployedVersion": null(),
-        "latestVersion": page.c.latest_version,
-        "deployedAt": null(),
-        "lastJobId": null(),
-        "since": null(),
+        "latest_version": page.c.latest_version,
         "drift": empty_list,
         "newer": empty_list,
-        "error": null(),
     }
+    fields = {info.alias: known.get(name, null()) for name, info in AgentStatus.model_fields.items()}
     made = (func.json_build_object if postgres else func.json_object)(
         *(part for name, value in fields.items() for part in (literal(name), value))
     )
@@ -647,15 +644,13 @@ def _cells_statement(session: Session, page: Subquery, envs: Subquery, states: S
         and_(DeploymentState.agent_id == page.c.id, DeploymentState.environment_id == envs.c.id),
     )
     order = (page.c.stable_key, envs.c.name)
+    wanted = [state.in_(states)] if states else []
     if postgres:
-        query = select(func.string_agg(cell, aggregate_order_by(literal(","), *order))).select_from(pairs)
-    else:
-        # SQLite aggregates the rows of an ordered subquery in that order.
-        ordered = select(cell.label("cell")).select_from(pairs).order_by(*order)
-        if states:
-            ordered = ordered.where(state.in_(states))
-        return select(func.group_concat(ordered.subquery().c.cell, ","))
-    return query.where(state.in_(states)) if states else query
+        joined = func.string_agg(cell, aggregate_order_by(literal(","), *order))
+        return select(joined).select_from(pairs).where(*wanted)
+    # SQLite aggregates the rows of an ordered subquery in that order.
+    ordered = select(cell.label("cell")).select_from(pairs).where(*wanted).order_by(*order).subquery()
+    return select(func.group_concat(ordered.c.cell, ","))
 
 
 def _counts(session: Session, *, org_id: str, agents: int | None, environments: int | None) -> dict[str, int]:
