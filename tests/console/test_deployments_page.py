@@ -7,11 +7,12 @@ from datetime import UTC, datetime, timedelta
 from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
-from api.deployments import DEFAULT_ANALYTICS_DAYS, FINISHED_JOB_STATUSES, DeploymentJob
+from api.deployments import DEFAULT_ANALYTICS_DAYS
 from service.agents.demo import seed_agents
 from service.deployments.demo import seed_deployment_history, seed_deployments
 from service.environments.demo import seed_environments
 from tests.console.conftest import texts
+from tests.test_deployments import versioned_agent, wait_for_end
 
 PAGE = "pages/deployments.py"
 TAB = "deployments_tab"
@@ -19,21 +20,6 @@ TAB = "deployments_tab"
 
 def org_client(server, org) -> OrgdeckClient:
     return OrgdeckClient(server.url, org.key, org_slug=org.slug)
-
-
-def versioned_agent(orgdeck: OrgdeckClient, stable_key: str, model: str = "gpt-4o-mini") -> None:
-    orgdeck.agents.create(stable_key, "openai", provider_config={"model": model, "temperature": 0.2})
-    orgdeck.agents.snapshot(stable_key)
-
-
-def wait_for_end(orgdeck: OrgdeckClient, job_id: str, timeout: float = 30) -> DeploymentJob:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        job = orgdeck.deployments.job(job_id)
-        if job.status in FINISHED_JOB_STATUSES:
-            return job
-        time.sleep(0.1)
-    raise AssertionError(f"job {job_id} did not finish in {timeout} s")
 
 
 def open_tab(app: AppTest, tab: str) -> AppTest:
