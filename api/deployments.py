@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, StringConstraints, model_serializer, model_validator
+from pydantic import Field, StringConstraints
 
 from api.agents import PromptReferenceName, StableKey
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp
@@ -200,34 +200,11 @@ class HeatmapAxisItem(Record):
     name: str
 
 
-class HeatmapCell(Record):
-    """One cell of a heatmap. On the wire it is the array `[row, column, count, failures, value]`:
-    a year of days by twenty environments is 7,300 cells, and objects would repeat five keys in each."""
-
-    row: str
-    column: str
-    count: int
-    failures: int
-    value: float | None = Field(description="The metric asked for; failure_rate is None with no jobs.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _from_array(cls, data: Any) -> Any:
-        if isinstance(data, list | tuple):
-            return dict(zip(HEATMAP_CELL_FIELDS, data, strict=True))
-        return data
-
-    @model_serializer
-    def _to_array(self) -> tuple[str, str, int, int, float | None]:
-        return (self.row, self.column, self.count, self.failures, self.value)
-
-
-HEATMAP_CELL_FIELDS = ("row", "column", "count", "failures", "value")
-
-
 class Heatmap(Record):
-    """A sparse grid: `rows` and `columns` in display order, `cells` only where jobs exist, each
-    `[row id, column id, count, failures, value]`.
+    """A grid: `rows` and `columns` in display order, and three matrices with a list per row and a
+    number per column: jobs (`counts`), failed jobs (`failures`) and the metric asked for
+    (`values`; a failure rate is null where there are no jobs). Dense rather than a list of cells:
+    a year of days by twenty environments is 7,300 cells, and each would repeat its row and column.
 
     environment: rows are environments, columns are bucket start dates. agent: rows are agents
     (stableKey), columns environments. weekday_hour: rows `Mon`..`Sun`, columns `00`..`23` (UTC).
@@ -240,7 +217,9 @@ class Heatmap(Record):
     end: date
     rows: list[HeatmapAxisItem]
     columns: list[HeatmapAxisItem]
-    cells: list[HeatmapCell]
+    counts: list[list[int]]
+    failures: list[list[int]]
+    values: list[list[float | None]]
 
 
 class MetricsFigures(Record):

@@ -224,7 +224,7 @@ def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
     return {"deployed": deployed, "pairs": pairs}
 
 
-ROLLUP_TABLES = ("deployment_rollups", "deployment_hourly_rollups")
+ROLLUP_TABLES = ("deployment_month_rollups", "deployment_hourly_rollups")
 MODELS = {
     "jobs": DeploymentJob,
     "agents": DeploymentJobAgent,

@@ -61,26 +61,17 @@ def tint(colour: str, alpha: float = 0.28) -> str:
 
 
 def heatmap_figure(heatmap: Heatmap, *, height: int | None = None) -> go.Figure:
-    """The grid as the service sends it: rows and columns in display order, absent cells empty.
-
-    With counts an absent cell means no jobs, shown as 0; a failure rate without jobs stays blank.
-    """
+    """The grid as the service sends it, rows and columns in display order; a failure rate without
+    jobs stays blank."""
     dates = heatmap.group_by == "environment"
-    row_index = {row.id: i for i, row in enumerate(heatmap.rows)}
-    column_index = {column.id: j for j, column in enumerate(heatmap.columns)}
-    empty = None if heatmap.metric == "failure_rate" else 0
-    values: list[list[float | None]] = [[empty] * len(heatmap.columns) for _ in heatmap.rows]
-    details: list[list[tuple[int, int]]] = [[(0, 0)] * len(heatmap.columns) for _ in heatmap.rows]
-    for cell in heatmap.cells:
-        i, j = row_index.get(cell.row), column_index.get(cell.column)
-        if i is None or j is None:
-            continue
-        values[i][j] = cell.value
-        details[i][j] = (cell.count, cell.failures)
+    details = [
+        list(zip(job_row, failed_row, strict=True))
+        for job_row, failed_row in zip(heatmap.counts, heatmap.failures, strict=True)
+    ]
     rate = heatmap.metric == "failure_rate"
     figure = go.Figure(
         go.Heatmap(
-            z=values,
+            z=heatmap.values,
             # Bucket columns are ISO dates: a date axis labels them by month and week.
             x=[column.id if dates else column.name for column in heatmap.columns],
             y=[row.name for row in heatmap.rows],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -15,7 +16,7 @@ from service.agents.models import Agent
 from service.db import Database, utcnow
 from service.deployments import service as deployments
 from service.deployments.analytics import rebuild_rollups
-from service.deployments.models import DeploymentHourlyRollup, DeploymentRollup
+from service.deployments.models import DeploymentHourlyRollup, DeploymentMonthRollup
 from service.deployments.models import DeploymentJob as JobRow
 from service.deployments.models import DeploymentJobAgent as JobAgentRow
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
@@ -119,7 +120,21 @@ def fixture(db: Database, client: OrgdeckClient) -> Fixture:
 
 
 def cells(heatmap: Heatmap) -> dict[tuple[str, str], tuple[int, int, float | None]]:
-    return {(c.row, c.column): (c.count, c.failures, c.value) for c in heatmap.cells}
+    """The grid's cells with jobs: (row id, column id) -> (count, failures, value)."""
+    found = {}
+    for i, row in enumerate(heatmap.rows):
+        for j, column in enumerate(heatmap.columns):
+            if heatmap.counts[i][j]:
+                found[row.id, column.id] = (
+                    heatmap.counts[i][j],
+                    heatmap.failures[i][j],
+                    heatmap.values[i][j],
+                )
+    return found
+
+
+def total(heatmap: Heatmap) -> tuple[int, int]:
+    return sum(map(sum, heatmap.counts)), sum(map(sum, heatmap.failures))
 
 
 def figures(metrics: MetricsFigures) -> tuple[Any, ...]:
@@ -157,19 +172,18 @@ def test_environment_by_day_counts_ended_jobs_on_the_day_they_were_created(fixtu
     }
 
 
-def test_cells_travel_as_arrays_and_read_back_as_cells(fixture, http, org):
-    query = {
-        "orgSlug": org.slug,
-        "metric": "failure_rate",
-        "start": START.isoformat(),
-        "end": END.isoformat(),
-    }
+def test_the_grids_travel_as_rows_of_numbers_and_a_range_may_cut_months(fixture, http, org):
+    # From mid-February to the second day with jobs: the month rows are cut at both ends.
+    query = {"orgSlug": org.slug, "metric": "failure_rate", "start": "2025-02-20", "end": "2025-03-04"}
     answer = http.get("agents/deployments/heatmap", params=query, headers=org.headers)
     assert answer.status_code == 200
-    a = fixture.env["a"]
-    assert [a, "2025-03-03", 2, 1, 0.5] in answer.json()["cells"]
-    parsed = Heatmap.model_validate(answer.json())
-    assert parsed.model_dump(mode="json")["cells"] == answer.json()["cells"]
+    body = answer.json()
+    assert [column["id"] for column in body["columns"]][10:] == ["2025-03-02", "2025-03-03", "2025-03-04"]
+    # Environment a: the job just before the fixture's range, then the 3rd's two and the 4th's one.
+    assert body["counts"] == [[0] * 10 + [1, 2, 1], [0] * 13]
+    assert body["failures"] == [[0] * 10 + [1, 1, 0], [0] * 13]
+    assert body["values"] == [[None] * 10 + [1.0, 0.5, 0.0], [None] * 13]
+    assert Heatmap.model_validate(body).model_dump(mode="json", by_alias=True) == body
 
 
 def test_environment_by_week_starts_weeks_on_monday(fixture):
@@ -229,7 +243,7 @@ def test_environment_filter_and_a_range_without_jobs(fixture):
     assert cells(only_b) == {(b, "2025-03-05"): (2, 1, 2)}
 
     empty = fixture.client.deployments.heatmap(start=date(2024, 1, 1), end=date(2024, 1, 31))
-    assert empty.cells == [] and len(empty.columns) == 31 and len(empty.rows) == 2
+    assert empty.counts == [[0] * 31] * 2 and len(empty.columns) == 31 and len(empty.rows) == 2
 
 
 def test_the_default_range_is_the_last_90_days_and_731_days_is_the_most(client):
@@ -307,11 +321,9 @@ def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, sett
 
     today = done.created_at.date()
     heatmap = client.deployments.heatmap(start=today, end=failed.created_at.date())
-    assert (
-        sum(cell.count for cell in heatmap.cells) == 2 and sum(cell.failures for cell in heatmap.cells) == 1
-    )
+    assert total(heatmap) == (2, 1)
     weekday = client.deployments.heatmap(group_by="weekday_hour", start=today, end=failed.created_at.date())
-    assert (weekday.cells[0].row, weekday.cells[0].column) == (
+    assert next(iter(cells(weekday))) == (
         ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[done.created_at.weekday()],
         f"{done.created_at.hour:02d}",
     )
@@ -329,13 +341,17 @@ def org_id_of_slug(db: Database, slug: str) -> str:
 
 
 def rollup_rows(db: Database, org_id: str) -> dict[str, list[tuple[Any, ...]]]:
+    """Each rollup's rows, with the month rows' arrays read as lists (the text may differ in spacing)."""
     with db.session() as session:
         return {
             model.__tablename__: sorted(
-                tuple(row)
+                tuple(
+                    json.loads(value) if isinstance(value, str) and value.startswith("[") else value
+                    for value in row
+                )
                 for row in session.execute(select(*model.__table__.c).where(model.org_id == org_id))
             )
-            for model in (DeploymentRollup, DeploymentHourlyRollup)
+            for model in (DeploymentHourlyRollup, DeploymentMonthRollup)
         }
 
 
@@ -374,8 +390,9 @@ def test_the_migration_counts_the_jobs_that_ended_before_it(tmp_path):
                 (date(2025, 3, 5), 9, 2, 1),
                 (date(2025, 3, 5), 10, 1, 1),
             ]
-            assert [row[2:] for row in migrated["deployment_rollups"]] == [
-                (date(2025, 3, 5), date(2025, 3, 3), 3, 2)
+            march = [0] * 31
+            assert [row[2:] for row in migrated["deployment_month_rollups"]] == [
+                (date(2025, 3, 1), [*march[:4], 3, *march[5:]], [*march[:4], 2, *march[5:]])
             ]
             with database.session(write=True) as session:
                 rebuild_rollups(session, org_id="org_1")
@@ -391,10 +408,10 @@ def test_another_orgs_jobs_never_show(fixture, server, other_org: Org, db, http,
     with OrgdeckClient(server.url, other_org.key, org_slug=other_org.slug) as other:
         stranger = Fixture(db, other)
         stranger.add_jobs(JOBS[:3])
-        assert sum(cell.count for cell in other.deployments.heatmap(start=START, end=END).cells) == 3
+        assert total(other.deployments.heatmap(start=START, end=END))[0] == 3
         assert other.deployments.metrics(start=START, end=END).totals.deployments == 3
     mine = fixture.client.deployments.heatmap(start=START, end=END)
-    assert sum(cell.count for cell in mine.cells) == 7
+    assert total(mine)[0] == 7
     assert {row.id for row in mine.rows} == set(fixture.env.values())
     assert fixture.client.deployments.metrics(start=START, end=END).totals.deployments == 7
     # Another org's environment is as unknown as a made-up one.

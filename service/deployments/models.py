@@ -110,27 +110,20 @@ class DeploymentSigningKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DeploymentRollup(Base):
-    """Ended jobs of an environment per UTC day of creation (service.deployments.analytics)."""
+class DeploymentMonthRollup(Base):
+    """Ended jobs of an environment per UTC day of creation (service.deployments.analytics), a month
+    to a row: `jobs` and `failures` are JSON arrays with one number per day of `month`. A year's
+    heatmap by day reads 13 rows per environment and sends them on as text, not 365 to format."""
 
-    __tablename__ = "deployment_rollups"
-    __table_args__ = (
-        # Every column, so that a range of the org's days is read from the index alone: by day, and
-        # by week in the order that groups weeks without sorting.
-        Index("ix_deployment_rollups_org_id_day", "org_id", "day", "environment_id", "jobs", "failures"),
-        Index(
-            "ix_deployment_rollups_org_id_week", "org_id", "week", "environment_id", "day", "jobs", "failures"
-        ),
-    )
+    __tablename__ = "deployment_month_rollups"
 
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
     environment_id: Mapped[str] = mapped_column(
         ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
     )
-    day: Mapped[date] = mapped_column(Date, primary_key=True)
-    week: Mapped[date] = mapped_column(Date)  # the Monday of `day`
-    jobs: Mapped[int] = mapped_column(Integer)
-    failures: Mapped[int] = mapped_column(Integer)
+    month: Mapped[date] = mapped_column(Date, primary_key=True)  # its first day
+    jobs: Mapped[str] = mapped_column(Text)
+    failures: Mapped[str] = mapped_column(Text)
 
 
 class DeploymentHourlyRollup(Base):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import re
 import secrets
@@ -10,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import Integer, Select, and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
@@ -170,22 +171,41 @@ def list_jobs(
     """Jobs newest first (ids are time-ordered) as plain records with each agent's result, and the
     cursor of the next page if there is one. Two queries of plain rows: a page of entities with their
     agents' resolved configs would cost several times as much, for configs a listing never shows."""
-    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJob.org_id == org_id)
-    if environment_id is not None:
-        query = query.where(DeploymentJob.environment_id == environment_id)
-    if statuses:
-        query = query.where(DeploymentJob.status.in_(statuses))
-    if cursor is not None:
-        query = query.where(DeploymentJob.id < cursor)
-    rows = session.execute(query.order_by(DeploymentJob.id.desc()).limit(limit + 1)).all()
+    query = _jobs_statement(
+        by_environment=environment_id is not None, by_status=bool(statuses), after=cursor is not None
+    )
+    values = {"org_id": org_id, "environment_id": environment_id, "statuses": list(statuses)}
+    rows = session.execute(query, values | {"cursor": cursor, "limit": limit + 1}).all()
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
     jobs = [{**row._mapping, "agents": []} for row in rows[:limit]]
     by_id = {job["id"]: job for job in jobs}
-    results = select(*LISTED_RESULT_COLUMNS).where(DeploymentJobAgent.job_id.in_(by_id))
-    for row in session.execute(results.order_by(DeploymentJobAgent.stable_key)):
+    for row in session.execute(_results_statement(), {"job_ids": list(by_id)}):
         result = dict(row._mapping)
         by_id[result.pop("job_id")]["agents"].append(result)
     return jobs, next_cursor
+
+
+@functools.cache
+def _jobs_statement(*, by_environment: bool, by_status: bool, after: bool) -> Select[Any]:
+    """A page of jobs, over the parameters org_id, environment_id, statuses, cursor and limit.
+    Built once per shape: building and keying it would cost as much as running it."""
+    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJob.org_id == bindparam("org_id"))
+    if by_environment:
+        query = query.where(DeploymentJob.environment_id == bindparam("environment_id"))
+    if by_status:
+        query = query.where(DeploymentJob.status.in_(bindparam("statuses", expanding=True)))
+    if after:
+        query = query.where(DeploymentJob.id < bindparam("cursor"))
+    return query.order_by(DeploymentJob.id.desc()).limit(bindparam("limit", type_=Integer))
+
+
+@functools.cache
+def _results_statement() -> Select[Any]:
+    """The agents' results of the jobs `job_ids`."""
+    results = select(*LISTED_RESULT_COLUMNS).where(
+        DeploymentJobAgent.job_id.in_(bindparam("job_ids", expanding=True))
+    )
+    return results.order_by(DeploymentJobAgent.stable_key)
 
 
 def parse_statuses(

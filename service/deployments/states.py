@@ -20,6 +20,7 @@ reported, never repaired: redeploying is the operator's call.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -28,10 +29,12 @@ from typing import Any
 
 from sqlalchemy import (
     ColumnElement,
+    Integer,
     Select,
     Subquery,
     Text,
     and_,
+    bindparam,
     cast,
     delete,
     exists,
@@ -179,35 +182,31 @@ def status_matrix(
     A page is 50 agents by every environment by default: each deployed pair's cell is the text its
     last evaluation stored, and the answer is put together as text, never as thousands of models.
     """
-    environments_query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
-    if environment_id is not None:
-        environments_query = environments_query.where(Environment.id == environment_id)
-    environments = session.execute(environments_query.order_by(Environment.name)).all()
-    conditions = [Agent.org_id == org_id, Agent.archived_at.is_(None)]
-    if stable_key is not None:
-        conditions.append(Agent.stable_key == stable_key)
-    if states:
-        conditions.append(_has_pair_in(states, environment_id=environment_id, environments=len(environments)))
-    total = session.scalar(select(func.count(Agent.id)).where(*conditions)) or 0
-    page = (
-        select(Agent.id, Agent.stable_key, Agent.name, Agent.latest_version)
-        .where(*conditions)
-        .order_by(Agent.stable_key)
-        .limit(limit)
-        .offset(offset)
-        .subquery("page")
+    statements = _matrix_statements(
+        dialect_name(session),
+        by_environment=environment_id is not None,
+        by_agent=stable_key is not None,
+        states=tuple(states),
     )
-    cells = session.scalar(_cells_statement(session, page, environments_query.subquery("envs"), states))
+    values: dict[str, Any] = {
+        "org_id": org_id,
+        "environment_id": environment_id,
+        "stable_key": stable_key,
+        "limit": limit,
+        "offset": offset,
+    }
+    environments = session.execute(statements.environments, values).all()
+    values["environments"] = len(environments)
+    total, agents, all_environments, stale_after_days = session.execute(statements.head, values).one()
+    stored = dict(session.execute(statements.counts, values).all())
+    counts = dict.fromkeys(AGENT_STATES, 0) | stored
+    counts["not_deployed"] = agents * all_environments - sum(stored.values())
+    cells = session.scalar(statements.cells, values)
     head = StatusMatrix(
-        stale_after_days=get_stale_after_days(session, org_id=org_id),
+        stale_after_days=stale_after_days or DEFAULT_STALE_AFTER_DAYS,
         environments=[EnvironmentRef(id=env_id, name=name) for env_id, name in environments],
         items=[],
-        counts=_counts(
-            session,
-            org_id=org_id,
-            agents=total if stable_key is None and not states else None,
-            environments=len(environments) if environment_id is None else None,
-        ),
+        counts=counts,
         limit=limit,
         offset=offset,
         total_agents=total,
@@ -598,13 +597,66 @@ def _prompts(session: Session, deployed: Iterable[AgentDeployment]) -> dict[Prom
 # -- reads --------------------------------------------------------------------------------------
 
 
-def _has_pair_in(
-    states: Sequence[str], *, environment_id: str | None, environments: int
-) -> ColumnElement[bool]:
+@dataclass(frozen=True)
+class _MatrixStatements:
+    """The reads of one shape of status page, over the parameters org_id, environment_id,
+    stable_key, limit, offset and environments (how many the page has)."""
+
+    environments: Select[Any]
+    head: Select[Any]  # agents matching, active agents, environments, stale threshold
+    counts: Select[Any]  # stored pairs per state over the org
+    cells: Select[Any]
+
+
+@functools.cache
+def _matrix_statements(
+    dialect: str, *, by_environment: bool, by_agent: bool, states: tuple[str, ...]
+) -> _MatrixStatements:
+    """Built once per shape: building and keying these statements cost more than running them."""
+    org_id = bindparam("org_id")
+    environments = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
+    if by_environment:
+        environments = environments.where(Environment.id == bindparam("environment_id"))
+    active = [Agent.org_id == org_id, Agent.archived_at.is_(None)]
+    matching = list(active)
+    if by_agent:
+        matching.append(Agent.stable_key == bindparam("stable_key"))
+    if states:
+        matching.append(_has_pair_in(states, by_environment=by_environment))
+
+    def count(model: Any, *conditions: ColumnElement[bool]) -> Any:
+        return select(func.count(model.id)).where(*conditions).scalar_subquery()
+
+    threshold = select(DeploymentPolicy.stale_after_days).where(DeploymentPolicy.org_id == org_id)
+    head = select(
+        count(Agent, *matching),
+        count(Agent, *active),
+        count(Environment, Environment.org_id == org_id),
+        threshold.scalar_subquery(),
+    )
+    # Read from the (org_id, state) index alone: archived agents' rows are gone (forget_agent).
+    counts = (
+        select(DeploymentState.state, func.count())
+        .where(DeploymentState.org_id == org_id)
+        .group_by(DeploymentState.state)
+    )
+    page = (
+        select(Agent.id, Agent.stable_key, Agent.name, Agent.latest_version)
+        .where(*matching)
+        .order_by(Agent.stable_key)
+        .limit(bindparam("limit", type_=Integer))
+        .offset(bindparam("offset", type_=Integer))
+        .subquery("page")
+    )
+    cells = _cells_statement(dialect, page, environments.subquery("envs"), states)
+    return _MatrixStatements(environments.order_by(Environment.name), head, counts, cells)
+
+
+def _has_pair_in(states: Sequence[str], *, by_environment: bool) -> ColumnElement[bool]:
     """Agents with at least one pair (in the environment, if one is named) in one of `states`."""
     in_scope = [DeploymentState.agent_id == Agent.id]
-    if environment_id is not None:
-        in_scope.append(DeploymentState.environment_id == environment_id)
+    if by_environment:
+        in_scope.append(DeploymentState.environment_id == bindparam("environment_id"))
     options: list[ColumnElement[bool]] = []
     stored = [state for state in states if state != "not_deployed"]
     if stored:
@@ -612,24 +664,49 @@ def _has_pair_in(
     if "not_deployed" in states:
         # Fewer rows than environments: some pair has none. Rows of deleted environments go with them.
         deployed = select(func.count()).select_from(DeploymentState).where(*in_scope).scalar_subquery()
-        options.append(deployed < environments)
+        options.append(deployed < bindparam("environments", type_=Integer))
     return or_(*options)
 
 
-def _cells_statement(session: Session, page: Subquery, envs: Subquery, states: Sequence[str]) -> Select[Any]:
+def _cells_statement(dialect: str, page: Subquery, envs: Subquery, states: Sequence[str]) -> Select[Any]:
     """The page's cells (AgentStatus JSON), agent by agent and environment by environment, joined
     into one text by the database: a deployed pair's cell is the text its last evaluation stored, any
     other is made here. A thousand cells cost a tenth as much as reading them into Python one by one."""
-    state = func.coalesce(DeploymentState.state, "not_deployed")
-    postgres = dialect_name(session) == "postgresql"
+    postgres = dialect == "postgresql"
+    pairs = page.join(envs, true()).outerjoin(
+        DeploymentState,
+        and_(DeploymentState.agent_id == page.c.id, DeploymentState.environment_id == envs.c.id),
+    )
+    order = (page.c.stable_key, envs.c.name)
+    wanted = [func.coalesce(DeploymentState.state, "not_deployed").in_(states)] if states else []
+    if postgres:
+        cell = _cell(dialect, DeploymentState.__table__, page.c, envs.c.id)
+        joined = func.string_agg(cell, aggregate_order_by(literal(","), *order))
+        return select(joined).select_from(pairs).where(*wanted)
+    # SQLite sorts the pairs by their keys alone, then reads each stored cell by rowid in that order
+    # (it aggregates the rows of an ordered subquery in order): sorting the cells themselves, a few
+    # hundred bytes each, would cost a third of the query.
+    columns = (page.c.stable_key, page.c.name, page.c.latest_version, envs.c.id.label("environment_id"))
+    rowid = literal_column(f"{DeploymentState.__tablename__}.rowid").label("pair")
+    ordered = select(*columns, rowid).select_from(pairs).where(*wanted).order_by(*order).subquery()
+    stored = DeploymentState.__table__.alias("stored")
+    cell = _cell(dialect, stored, ordered.c, ordered.c.environment_id)
+    read = ordered.outerjoin(stored, literal_column("stored.rowid") == ordered.c.pair)
+    return select(func.group_concat(cell, ",")).select_from(read)
+
+
+def _cell(dialect: str, pair: Any, agent: Any, environment_id: ColumnElement[str]) -> ColumnElement[str]:
+    """A pair's cell: the text its last evaluation stored in `pair` (a deployment_states table), or
+    one made from what the page knows (`agent`: stable_key, name, latest_version) for a pair without
+    one. Every field of AgentStatus, in its order; what is not known is null."""
+    postgres = dialect == "postgresql"
     empty_list = literal_column("'[]'::json" if postgres else "json('[]')")
-    # Every field of AgentStatus, in its order: what a pair without a stored cell knows, else null.
     known = {
-        "stable_key": page.c.stable_key,
-        "agent_name": page.c.name,
-        "environment_id": envs.c.id,
-        "state": state,
-        "latest_version": page.c.latest_version,
+        "stable_key": agent.stable_key,
+        "agent_name": agent.name,
+        "environment_id": environment_id,
+        "state": func.coalesce(pair.c.state, "not_deployed"),
+        "latest_version": agent.latest_version,
         "drift": empty_list,
         "newer": empty_list,
     }
@@ -638,38 +715,4 @@ def _cells_statement(session: Session, page: Subquery, envs: Subquery, states: S
         *(part for name, value in fields.items() for part in (literal(name), value))
     )
     # A pair the upgrade added but the worker has not evaluated yet has no cell text.
-    cell = func.coalesce(func.nullif(DeploymentState.cell, ""), cast(made, Text))
-    pairs = page.join(envs, true()).outerjoin(
-        DeploymentState,
-        and_(DeploymentState.agent_id == page.c.id, DeploymentState.environment_id == envs.c.id),
-    )
-    order = (page.c.stable_key, envs.c.name)
-    wanted = [state.in_(states)] if states else []
-    if postgres:
-        joined = func.string_agg(cell, aggregate_order_by(literal(","), *order))
-        return select(joined).select_from(pairs).where(*wanted)
-    # SQLite aggregates the rows of an ordered subquery in that order.
-    ordered = select(cell.label("cell")).select_from(pairs).where(*wanted).order_by(*order).subquery()
-    return select(func.group_concat(ordered.c.cell, ","))
-
-
-def _counts(session: Session, *, org_id: str, agents: int | None, environments: int | None) -> dict[str, int]:
-    """Pairs per state over every active agent and environment of the org (no row: not deployed);
-    the org's numbers of agents and environments are counted unless the caller knows them."""
-    # Read from the (org_id, state) index alone: archived agents' rows are gone (forget_agent).
-    stored = dict(
-        session.execute(
-            select(DeploymentState.state, func.count())
-            .where(DeploymentState.org_id == org_id)
-            .group_by(DeploymentState.state)
-        ).all()
-    )
-    if agents is None:
-        agents = session.scalar(
-            select(func.count(Agent.id)).where(Agent.org_id == org_id, Agent.archived_at.is_(None))
-        )
-    if environments is None:
-        environments = session.scalar(select(func.count(Environment.id)).where(Environment.org_id == org_id))
-    counts = dict.fromkeys(AGENT_STATES, 0) | stored
-    counts["not_deployed"] = (agents or 0) * (environments or 0) - sum(stored.values())
-    return counts
+    return func.coalesce(func.nullif(pair.c.cell, ""), cast(made, Text))
