@@ -27,24 +27,32 @@ DAILY_INDEXES = {
 }
 
 
-def upgrade() -> None:
+def _create_rollup(table: str, *columns: sa.Column) -> None:
+    """A rollup table keyed by org, environment and its first column (a day or a month)."""
     op.create_table(
-        TABLE,
+        table,
         sa.Column("org_id", sa.String(length=40), nullable=False),
         sa.Column("environment_id", sa.String(length=40), nullable=False),
-        sa.Column("month", sa.Date(), nullable=False),
-        sa.Column("jobs", sa.Text(), nullable=False),
-        sa.Column("failures", sa.Text(), nullable=False),
+        *columns,
         sa.ForeignKeyConstraint(
             ["environment_id"],
             ["environments.id"],
-            name=op.f(f"fk_{TABLE}_environment_id_environments"),
+            name=op.f(f"fk_{table}_environment_id_environments"),
             ondelete="CASCADE",
         ),
         sa.ForeignKeyConstraint(
-            ["org_id"], ["organizations.id"], name=op.f(f"fk_{TABLE}_org_id_organizations"), ondelete="CASCADE"
+            ["org_id"], ["organizations.id"], name=op.f(f"fk_{table}_org_id_organizations"), ondelete="CASCADE"
         ),
-        sa.PrimaryKeyConstraint("org_id", "environment_id", "month", name=op.f(f"pk_{TABLE}")),
+        sa.PrimaryKeyConstraint("org_id", "environment_id", columns[0].name, name=op.f(f"pk_{table}")),
+    )
+
+
+def upgrade() -> None:
+    _create_rollup(
+        TABLE,
+        sa.Column("month", sa.Date(), nullable=False),
+        sa.Column("jobs", sa.Text(), nullable=False),
+        sa.Column("failures", sa.Text(), nullable=False),
     )
     _backfill()
     for name in DAILY_INDEXES:
@@ -81,24 +89,12 @@ def _text(numbers: list[int]) -> str:
 
 def downgrade() -> None:
     """The daily rollup again, recounted from the hourly one as its revision first did."""
-    op.create_table(
+    _create_rollup(
         DAILY,
-        sa.Column("org_id", sa.String(length=40), nullable=False),
-        sa.Column("environment_id", sa.String(length=40), nullable=False),
         sa.Column("day", sa.Date(), nullable=False),
         sa.Column("week", sa.Date(), nullable=False),
         sa.Column("jobs", sa.Integer(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),
-        sa.ForeignKeyConstraint(
-            ["environment_id"],
-            ["environments.id"],
-            name=op.f(f"fk_{DAILY}_environment_id_environments"),
-            ondelete="CASCADE",
-        ),
-        sa.ForeignKeyConstraint(
-            ["org_id"], ["organizations.id"], name=op.f(f"fk_{DAILY}_org_id_organizations"), ondelete="CASCADE"
-        ),
-        sa.PrimaryKeyConstraint("org_id", "environment_id", "day", name=op.f(f"pk_{DAILY}")),
     )
     for name, columns in DAILY_INDEXES.items():
         op.create_index(name, DAILY, columns)
