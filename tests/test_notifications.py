@@ -13,6 +13,7 @@ from sqlalchemy import func, select
 from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
 from api.events import EVENT_TYPES
+from api.notifications import LogEntry
 from service.crypto import Cipher
 from service.db import Database
 from service.events.models import Event
@@ -194,6 +195,54 @@ def test_logs_are_newest_first_with_default_page_and_total(http, org, db):
     times = [item["createdAt"] for item in answer["items"]]
     assert times == sorted(times, reverse=True)
     assert times[0] == "2026-03-03T11:00:00.000Z"
+
+
+def test_an_entry_on_the_wire_is_what_its_model_writes(http, org, db):
+    """The database writes each entry's JSON: field for field and in order it must be LogEntry's,
+    timestamps cut (not rounded) to the millisecond, nulls and awkward text included."""
+    with db.session(write=True) as session:
+        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        common = {"org_id": org_id, "delivery_id": "msg_1", "event_id": "evt_1", "channel_id": "ch_1"}
+        rows = [
+            DeliveryLog(
+                **common,
+                event_type="agent.error",
+                channel_name='Ops "hook" \\ — 🚨',
+                channel_kind="slack",
+                attempt=3,
+                status="failed",
+                response_status=503,
+                latency_ms=1234,
+                error='HTTP 503: "busy"\nretry\tlater \x01',
+                next_attempt_at=BASE + timedelta(minutes=5, microseconds=999_999),
+                created_at=BASE + timedelta(seconds=59, microseconds=999_999),
+            ),
+            DeliveryLog(
+                **common,
+                event_type="deployment.complete",
+                channel_name="Mail",
+                channel_kind="email",
+                attempt=1,
+                status="sent",
+                created_at=BASE + timedelta(microseconds=1_000),
+            ),
+            DeliveryLog(
+                **common,
+                event_type="agent.stale",
+                channel_name="Hook",
+                channel_kind="webhook",
+                attempt=2,
+                status="dead",
+                error="",
+                created_at=BASE,
+            ),
+        ]
+        session.add_all(rows)
+        session.flush()
+        expected = [LogEntry.model_validate(row).model_dump(mode="json", by_alias=True) for row in rows]
+    items = logs(http, org, {"orgSlug": org.slug})["items"]
+    assert items == expected
+    assert [list(item) for item in items] == [list(entry) for entry in expected]
 
 
 @pytest.mark.parametrize(

@@ -128,14 +128,17 @@ def list_logs(request: Request, caller: CurrentCaller, session: DbSession) -> Re
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
     query = _parse_log_query(request)
     page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
-    answer = Page[LogEntry](
-        items=page.entries,
+    frame = Page[LogEntry](
+        items=[],
         limit=query.pagination.limit,
         offset=query.pagination.offset,
         total=page.total,
         next_cursor=page.next_cursor,
     )
-    return rendered_json(answer)
+    # `items` is the page's first field: the entries, JSON already, go in right after its opening.
+    opening = '{"items":['
+    rest = frame.model_dump_json().removeprefix(opening)
+    return rendered_json(opening + ",".join(page.entries) + rest)
 
 
 @router.get("/logs/stats", response_model=LogStats)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import json
 import secrets
 from dataclasses import dataclass
@@ -11,20 +12,36 @@ from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 
-from sqlalchemy import ColumnElement, ScalarSelect, delete, func, literal, literal_column, select, tuple_
+from sqlalchemy import (
+    BindParameter,
+    ColumnElement,
+    Connection,
+    FromClause,
+    ScalarSelect,
+    Select,
+    Text,
+    bindparam,
+    cast,
+    delete,
+    func,
+    literal_column,
+    select,
+    tuple_,
+)
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from api.notifications import (
     LOG_STATUSES,
     ChannelConfig,
     ChannelCounts,
+    DateRange,
     DayCounts,
     LogEntry,
     LogQuery,
     LogStats,
 )
 from service.crypto import Cipher, reencrypt_column
-from service.db import dialect_name, insert_unless_taken, utcnow
+from service.db import UTCDateTime, dialect_name, insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.events.service import record_event
 from service.notifications.models import (
@@ -178,13 +195,19 @@ def list_subscriptions(session: Session, *, org_id: str, channel_id: str | None)
     return list(session.scalars(query.order_by(Subscription.channel_id, Subscription.event_type)))
 
 
-# A log entry's fields are columns of the log by the same names.
-LOG_ENTRY_COLUMNS = [DeliveryLog.__table__.c[name] for name in LogEntry.model_fields]
+LOG = DeliveryLog.__table__
+COUNTS = DeliveryLogCount.__table__
+NEWEST_FIRST = (LOG.c.created_at.desc(), LOG.c.id.desc())
+# A log query's filters besides its organization and time: columns of the log and of its counts by
+# the same names. Which of them a query gives, and which ends its range has, make its shape.
+OPTIONAL_FILTERS = ("event_type", "channel_id", "status")
 
 
 @dataclass(frozen=True)
 class LogPage:
-    entries: list[LogEntry]
+    """A page of the log: each entry as its JSON text, in LogEntry's wire form."""
+
+    entries: list[str]
     total: int
     next_cursor: str | None
 
@@ -194,9 +217,13 @@ def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
 
     The hourly counts (DeliveryLogCount) give `total` and let a deep offset start in the hour
     that holds it; the page's ids then come from an index alone and only their rows are read.
+    Statements are built once per shape and run with bind parameters, and the database writes the
+    entries' JSON: building statements and converting rows in Python cost more than running them.
     """
-    matches = _matching(DeliveryLog, org_id, query)
-    count = _count_logs(session, org_id=org_id, query=query, matches=matches)
+    values = _filter_values(org_id, query)
+    filters = tuple(name for name in OPTIONAL_FILTERS if name in values)
+    connection = session.connection()
+    count = _count_logs(connection, filters, values, query.date_range)
     start, end = query.date_range.start, query.date_range.end
     offset, limit = query.pagination.offset, query.pagination.limit
     after: tuple[datetime, str] | None = None
@@ -211,111 +238,195 @@ def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
     elif offset >= count.total:
         return LogPage(entries=[], total=count.total, next_cursor=None)
     elif offset:
-        skipped = _skip_whole_hours(session, count, offset)
+        skipped = _skip_whole_hours(connection, filters, values, count, offset)
         if skipped:
             end, offset = skipped[0], offset - skipped[1]
-    ids = select(DeliveryLog.id).where(*matches, *_between(start, end))
-    if after:
-        ids = ids.where(tuple_(DeliveryLog.created_at, DeliveryLog.id) < after)
-    newest_first = (DeliveryLog.created_at.desc(), DeliveryLog.id.desc())
-    ids = ids.order_by(*newest_first).offset(offset).limit(limit + 1)
-    page = select(*LOG_ENTRY_COLUMNS).where(DeliveryLog.id.in_(ids)).order_by(*newest_first)
-    # Plain rows, not ORM objects: a page is only read and answered, and rows load faster.
-    entries = [LogEntry.model_validate(row._asdict()) for row in session.execute(page)]
-    next_cursor = _encode_cursor(entries[limit - 1]) if len(entries) > limit else None
-    return LogPage(entries=entries[:limit], total=count.total, next_cursor=next_cursor)
+    statement = _page_statement(
+        dialect_name(session), filters, start=start is not None, end=end is not None, after=after is not None
+    )
+    after_at, after_id = after or (None, None)
+    bounds = {"start": start, "end": end, "after_at": after_at, "after_id": after_id}
+    rows = connection.execute(statement, values | bounds | {"offset": offset, "limit": limit + 1}).all()
+    next_cursor = _encode_cursor(*rows[limit - 1][1:]) if len(rows) > limit else None
+    return LogPage(entries=[row[0] for row in rows[:limit]], total=count.total, next_cursor=next_cursor)
 
 
-def _matching(
-    table: type[DeliveryLog] | type[DeliveryLogCount], org_id: str, query: LogQuery
-) -> list[ColumnElement[bool]]:
-    """The query's filters other than time, on the log or on its counts (same column names)."""
-    filters = [table.org_id == org_id]
-    if query.event_type:
-        filters.append(table.event_type == query.event_type)
-    if query.channel_id:
-        filters.append(table.channel_id == query.channel_id)
-    if query.status:
-        filters.append(table.status.in_(query.status))
-    return filters
+def _filter_values(org_id: str, query: LogQuery) -> dict[str, Any]:
+    """The bind values of the query's organization and of the optional filters it gives."""
+    given = {name: getattr(query, name) for name in OPTIONAL_FILTERS}
+    return {"org_id": org_id} | {name: value for name, value in given.items() if value}
 
 
-def _between(start: datetime | None, end: datetime | None) -> list[ColumnElement[bool]]:
+def _matching(table: FromClause, filters: tuple[str, ...]) -> list[ColumnElement[bool]]:
+    """The organization and `filters` on the log or on its counts, as bind parameters of their names."""
+    matches = [table.c.org_id == bindparam("org_id")]
+    for name in filters:
+        column = table.c[name]
+        given = column.in_(bindparam(name, expanding=True)) if name == "status" else column == bindparam(name)
+        matches.append(given)
+    return matches
+
+
+def _at(name: str) -> BindParameter[datetime]:
+    """A bound instant, typed as the log's timestamps are (a bare one reaches SQLite in another format)."""
+    return bindparam(name, type_=UTCDateTime())
+
+
+def _between(low: str | None, high: str | None) -> list[ColumnElement[bool]]:
+    """Log rows from the bound instant named `low` (inclusive) to the one named `high` (exclusive)."""
     bounds = []
-    if start:
-        bounds.append(DeliveryLog.created_at >= start)
-    if end:
-        bounds.append(DeliveryLog.created_at < end)
+    if low:
+        bounds.append(LOG.c.created_at >= _at(low))
+    if high:
+        bounds.append(LOG.c.created_at < _at(high))
     return bounds
+
+
+def _whole_hours(filters: tuple[str, ...], *, bottom: bool, top: bool) -> list[ColumnElement[bool]]:
+    """The hourly counts of the hours from `bottom` up to `top`, when the range has them."""
+    hours = _matching(COUNTS, filters)
+    if bottom:
+        hours.append(COUNTS.c.hour >= _at("bottom"))
+    if top:
+        hours.append(COUNTS.c.hour < _at("top"))
+    return hours
 
 
 @dataclass(frozen=True)
 class _LogCount:
     """The matches of a log query: `newest` in the partial hour at the range's end (from `top`),
-    `whole` in the whole hours below it (`hours` selects their counts; None when there are none),
-    then the rest of `total` in the partial hour at its start (from `bottom`)."""
+    `whole` in the whole hours below it, then the rest of `total` in the partial hour at its start
+    (below `bottom`). `bounds` holds those of start, end, bottom and top the range has."""
 
     total: int
-    newest: int = 0
-    whole: int = 0
-    top: datetime | None = None
-    bottom: datetime | None = None
-    hours: list[ColumnElement[bool]] | None = None
+    newest: int
+    whole: int
+    bounds: dict[str, datetime]
 
 
 def _count_logs(
-    session: Session, *, org_id: str, query: LogQuery, matches: list[ColumnElement[bool]]
+    connection: Connection, filters: tuple[str, ...], values: dict[str, Any], date_range: DateRange
 ) -> _LogCount:
-    """Count the matches (`matches`: the query's filters on the log) from the hourly counts of
-    the whole hours in range and from the rows of the partial hours at its ends, in one
-    statement: the cost follows the length of the range, not the number of matches."""
-    start, end = query.date_range.start, query.date_range.end
-    bottom = _hour_ceiling(start) if start else None
-    top = _hour_floor(end) if end else None
+    """Count the matches from the hourly counts of the whole hours in range and from the rows of
+    the partial hours at its ends, in one statement: the cost follows the length of the range, not
+    the number of matches."""
+    start, end = date_range.start, date_range.end
+    bounds = _hour_bounds(start, end)
+    statement = _count_statement(filters, start=start is not None, end=end is not None)
+    newest, whole, oldest = connection.execute(statement, values | bounds).one()
+    return _LogCount(total=newest + whole + oldest, newest=newest, whole=whole, bounds=bounds)
 
-    def rows_between(low: datetime | None, high: datetime | None) -> ScalarSelect[int]:
-        return select(func.count()).where(*matches, *_between(low, high)).scalar_subquery()
 
-    if bottom and top and bottom >= top:
-        return _LogCount(total=session.scalar(select(rows_between(start, end))) or 0)  # no whole hour
-    hours = _matching(DeliveryLogCount, org_id, query)
-    if bottom:
-        hours.append(DeliveryLogCount.hour >= bottom)
-    if top:
-        hours.append(DeliveryLogCount.hour < top)
-    whole = select(func.coalesce(func.sum(DeliveryLogCount.attempts), 0)).where(*hours).scalar_subquery()
-    newest = rows_between(top, end) if end and top and top < end else literal(0)
-    oldest = rows_between(start, bottom) if start and bottom and start < bottom else literal(0)
-    counted = session.execute(select(newest, whole, oldest)).one()
-    return _LogCount(
-        total=sum(counted), newest=counted[0], whole=counted[1], top=top, bottom=bottom, hours=hours
+def _hour_bounds(start: datetime | None, end: datetime | None) -> dict[str, datetime]:
+    """The range's ends, and `bottom` and `top`, where the whole hours in it begin and end. With no
+    whole hour between, both are the hour boundary in the range or, in a range within one hour,
+    its start: all of it is then counted as the partial hour at the end."""
+    bounds: dict[str, datetime] = {}
+    if end:
+        top = _hour_floor(end)
+        bounds |= {"end": end, "top": max(top, start) if start else top}
+    if start:
+        bottom = _hour_ceiling(start)
+        bounds |= {"start": start, "bottom": min(bottom, bounds["top"]) if end else bottom}
+    return bounds
+
+
+@functools.cache
+def _count_statement(filters: tuple[str, ...], *, start: bool, end: bool) -> Select[tuple[int, int, int]]:
+    """(newest, whole, oldest) of a range with the given ends, from the bounds of _hour_bounds."""
+    whole = select(func.coalesce(func.sum(COUNTS.c.attempts), 0)).where(
+        *_whole_hours(filters, bottom=start, top=end)
+    )
+    newest = _rows_between(filters, "top", "end") if end else literal_column("0")
+    oldest = _rows_between(filters, "start", "bottom") if start else literal_column("0")
+    return select(newest, whole.scalar_subquery(), oldest)
+
+
+def _rows_between(filters: tuple[str, ...], low: str, high: str) -> ScalarSelect[int]:
+    """How many log rows match between the bound instants named `low` and `high`."""
+    return (
+        select(func.count())
+        .select_from(LOG)
+        .where(*_matching(LOG, filters), *_between(low, high))
+        .scalar_subquery()
     )
 
 
-def _skip_whole_hours(session: Session, count: _LogCount, offset: int) -> tuple[datetime, int] | None:
+def _skip_whole_hours(
+    connection: Connection, filters: tuple[str, ...], values: dict[str, Any], count: _LogCount, offset: int
+) -> tuple[datetime, int] | None:
     """A time before which the page at `offset` starts, and how many newer matches that skips:
     the start of the hour below the one the offset falls in, found from the hourly counts."""
-    if count.hours is None or offset < count.newest:
+    bottom = count.bounds.get("bottom")
+    if offset < count.newest:
         return None
     if offset >= count.newest + count.whole:
-        return (count.bottom, count.newest + count.whole) if count.bottom else None
+        return (bottom, count.newest + count.whole) if bottom else None
+    statement = _hour_of_match(filters, bottom=bottom is not None, top="top" in count.bounds)
+    hour, newer = connection.execute(statement, values | count.bounds | {"skip": offset - count.newest}).one()
+    # Every match from the end of that hour on is newer than the offset: no need to walk them.
+    return hour + timedelta(hours=1), count.newest + newer
+
+
+@functools.cache
+def _hour_of_match(filters: tuple[str, ...], *, bottom: bool, top: bool) -> Select[tuple[datetime, int]]:
+    """The whole hour holding the match at offset `skip` counted down from `top`, and how many
+    matches of the whole hours are newer than that hour."""
     per_hour = (
-        select(DeliveryLogCount.hour, func.sum(DeliveryLogCount.attempts).label("attempts"))
-        .where(*count.hours)
-        .group_by(DeliveryLogCount.hour)
+        select(COUNTS.c.hour, func.sum(COUNTS.c.attempts).label("attempts"))
+        .where(*_whole_hours(filters, bottom=bottom, top=top))
+        .group_by(COUNTS.c.hour)
         .subquery()
     )
     running = func.sum(per_hour.c.attempts).over(order_by=per_hour.c.hour.desc())
     hours = select(per_hour.c.hour, per_hour.c.attempts, running.label("running")).subquery()
-    first_past = (
+    return (
         select(hours.c.hour, hours.c.running - hours.c.attempts)
-        .where(hours.c.running > offset - count.newest)
+        .where(hours.c.running > bindparam("skip"))
         .order_by(hours.c.hour.desc())
         .limit(1)
     )
-    hour, newer = session.execute(first_past).one()
-    # Every match from the end of that hour on is newer than the offset: no need to walk them.
-    return hour + timedelta(hours=1), count.newest + newer
+
+
+@functools.cache
+def _page_statement(
+    dialect: str, filters: tuple[str, ...], *, start: bool, end: bool, after: bool
+) -> Select[tuple[str, datetime, str]]:
+    """A page's entries (JSON) with the created_at and id a cursor takes, newest first, from
+    `offset` and `limit` matches, between `start` and `end` and below (`after_at`, `after_id`)."""
+    ids = select(LOG.c.id).where(
+        *_matching(LOG, filters), *_between("start" if start else None, "end" if end else None)
+    )
+    if after:
+        ids = ids.where(tuple_(LOG.c.created_at, LOG.c.id) < tuple_(_at("after_at"), bindparam("after_id")))
+    ids = ids.order_by(*NEWEST_FIRST).offset(bindparam("offset")).limit(bindparam("limit"))
+    entries = select(_entry_json(dialect), LOG.c.created_at, LOG.c.id).where(LOG.c.id.in_(ids))
+    return entries.order_by(*NEWEST_FIRST)
+
+
+def _entry_json(dialect: str) -> ColumnElement[str]:
+    """An entry's JSON as LogEntry writes it, made by the database: a log entry's fields are
+    columns of the log by the same names, written under their aliases in the model's order."""
+    members: list[ColumnElement[Any]] = []
+    for name, field in LogEntry.model_fields.items():
+        column = LOG.c[name]
+        value = _timestamp_text(dialect, column) if isinstance(column.type, UTCDateTime) else column
+        members += [literal_column(f"'{field.alias}'"), value]
+    if dialect == "postgresql":
+        return cast(func.json_build_object(*members), Text)  # text: the driver would parse json
+    return func.json_object(*members, type_=Text)
+
+
+def _timestamp_text(dialect: str, column: ColumnElement[datetime]) -> ColumnElement[str]:
+    """A timestamp as format_timestamp writes it: UTC to the millisecond (cut, not rounded), `Z`."""
+    if dialect == "postgresql":
+        in_utc = func.timezone(literal_column("'UTC'"), column)
+        return func.to_char(in_utc, literal_column("""'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"""), type_=Text)
+    # SQLite keeps UTC timestamps as text in SQLAlchemy's format, `YYYY-MM-DD HH:MM:SS.ffffff`:
+    # its first 23 characters are the timestamp to the millisecond.
+    to_millisecond = func.substr(column, literal_column("1"), literal_column("23"))
+    with_t = func.replace(to_millisecond, literal_column("' '"), literal_column("'T'"), type_=Text)
+    return with_t.concat(literal_column("'Z'"))
 
 
 def _hour_floor(moment: datetime) -> datetime:
@@ -327,8 +438,8 @@ def _hour_ceiling(moment: datetime) -> datetime:
     return floor if floor == moment else floor + timedelta(hours=1)
 
 
-def _encode_cursor(entry: LogEntry) -> str:
-    raw = json.dumps([entry.created_at.isoformat(), entry.id]).encode()
+def _encode_cursor(created_at: datetime, log_id: str) -> str:
+    raw = json.dumps([created_at.isoformat(), log_id]).encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
