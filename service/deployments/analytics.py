@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import calendar
 import functools
+import itertools
 import json
 from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
@@ -321,11 +322,14 @@ def _days_by_environment(
 
 def _by_week(days: str, start: date) -> str:
     """A JSON grid by day from `start` as one by week from Monday: each week sums its days in range."""
-    before = start.weekday()  # days of the first week before the range
-    weeks = [
-        [sum(row[max(0, monday - before) : monday + 7 - before]) for monday in range(0, before + len(row), 7)]
-        for row in json.loads(days)
-    ]
+    rows = json.loads(days)
+    length = len(rows[0]) if rows else 0
+    # Where each week's days begin in a row, and where the last one ends.
+    edges = [0, *range(7 - start.weekday(), length, 7), length]
+    weeks = []
+    for row in rows:
+        running = [0, *itertools.accumulate(row)]
+        weeks.append([running[last] - running[first] for first, last in itertools.pairwise(edges)])
     return _compact(weeks)
 
 
