@@ -200,6 +200,16 @@ def test_environment_by_week_starts_weeks_on_monday(fixture):
     midweek = fixture.client.deployments.heatmap(bucket="week", start=date(2025, 3, 5), end=END)
     assert [column.id for column in midweek.columns] == ["2025-03-03", "2025-03-10"]
     assert cells(midweek)[a, "2025-03-03"] == (1, 1, 1.0)
+    # Weeks across a month's end sum days from both months.
+    across = fixture.client.deployments.heatmap(bucket="week", start=date(2025, 2, 20), end=END)
+    assert [column.id for column in across.columns] == [
+        "2025-02-17",
+        "2025-02-24",
+        "2025-03-03",
+        "2025-03-10",
+    ]
+    assert across.counts == [[0, 1, 4, 1], [0, 0, 2, 0]]
+    assert across.failures == [[0, 1, 2, 0], [0, 0, 1, 0]]
 
 
 def test_weekday_by_hour_in_utc(fixture):
