@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Callable, Sequence
-from datetime import UTC, date, datetime, timedelta
+from collections.abc import Callable
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pandas as pd
@@ -41,6 +41,7 @@ from components.charts import (
     tint,
 )
 from components.connection import client, current
+from components.dates import recent_days
 from components.feedback import load, notify, show_error, show_notice
 from components.formatting import ago, duration
 from components.paging import paging_position
@@ -155,17 +156,7 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
 
 def pick_dates() -> tuple[date, date]:
     today = datetime.now(UTC).date()
-    picked = st.date_input(
-        "Dates",
-        value=(today - timedelta(days=DEFAULT_ANALYTICS_DAYS - 1), today),
-        max_value=today,
-        format="YYYY-MM-DD",
-        key="overview_dates",
-    )
-    # While a range is being picked the widget holds only its start.
-    if isinstance(picked, Sequence):
-        return (picked[0], picked[-1]) if picked else (today, today)
-    return picked, picked
+    return recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="overview_dates") or (today, today)
 
 
 def trend(values: list[float | None], show: Callable[[float], str]) -> str | None:
@@ -676,14 +667,8 @@ def history_tab(environment_names: dict[str, str]) -> None:
     results = result_col.multiselect(
         "Result", ["complete", "error", "pending"], placeholder="Any", key="history_result"
     )
-    today = datetime.now(UTC).date()
-    picked = dates_col.date_input(
-        "Dates",
-        value=(today - timedelta(days=DEFAULT_ANALYTICS_DAYS - 1), today),
-        max_value=today,
-        key="history_dates",
-    )
-    start, end = (picked[0], picked[-1]) if isinstance(picked, Sequence) and picked else (None, None)
+    with dates_col:
+        start, end = recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="history_dates") or (None, None)
     filters = (agent, environment, results, start, end)
     offset = paging_position(HISTORY_OFFSET, filters, 0)
     page = load(

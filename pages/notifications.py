@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from datetime import UTC, date, datetime, time, timedelta
+from datetime import UTC, datetime, time, timedelta
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -16,6 +15,7 @@ from api.notifications import LOG_STATUSES, Channel, LogEntry, LogStats, Subscri
 from components.charts import AMBER, GREEN, RED
 from components.confirm import confirmed
 from components.connection import client
+from components.dates import recent_days
 from components.feedback import load, notify, show_error, show_notice
 from components.formatting import ago
 from components.paging import paging_position
@@ -136,19 +136,13 @@ def charts(stats: LogStats) -> None:
 
 def date_range(days: int) -> tuple[datetime | None, datetime | None]:
     """The picked UTC dates as [start, end) instants; the end date is included whole."""
-    today = datetime.now(UTC).date()
-    picked = st.date_input(
-        "Dates (UTC)",
-        value=(today - timedelta(days=days - 1), today),
-        max_value=today,
-        format="YYYY-MM-DD",
-    )
-    # While a range is being picked the widget holds only its start.
-    chosen: Sequence[date] = picked if isinstance(picked, Sequence) else [picked]
-    if not chosen:
+    picked = recent_days("Dates (UTC)", days)
+    if picked is None:
         return None, None
-    start = datetime.combine(chosen[0], time.min, tzinfo=UTC)
-    return start, datetime.combine(chosen[-1] + timedelta(days=1), time.min, tzinfo=UTC)
+    first, last = picked
+    return datetime.combine(first, time.min, tzinfo=UTC), datetime.combine(
+        last + timedelta(days=1), time.min, tzinfo=UTC
+    )
 
 
 def log_table(entries: list[LogEntry]) -> None:
