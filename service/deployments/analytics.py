@@ -4,8 +4,9 @@ A job is counted once it has ended, on the UTC day and hour it was created. Two 
 counts per environment: by month, a number per day (the day and week heatmaps), and hourly (the
 weekday-by-hour heatmap). The worker adds each job to them in the transaction that ends it
 (`record_job_end`); loads that write jobs without the worker call `rebuild_rollups`. So a year of
-twenty environments is 260 month rows to read, whatever the number of jobs. The agent heatmap and the metrics read the jobs
-through their (org, created_at) indexes: a median needs every value, not a sum.
+twenty environments is 260 month rows to read, whatever the number of jobs. The agent heatmap and
+the metrics read the jobs through their (org, created_at) indexes: a median needs every value,
+not a sum.
 """
 
 from __future__ import annotations
@@ -255,7 +256,7 @@ def heatmap(
             rows, columns = _agent_rows(session, org_id, cells), environments
         else:
             rows, columns = _axis(WEEKDAYS), _axis(HOURS)
-        counts, failures = _lay_out(cells, [row["id"] for row in rows], [_id(column) for column in columns])
+        counts, failures = _lay_out(cells, [row["id"] for row in rows], [column["id"] for column in columns])
     # One validation of plain data (and of the time axis's models, made once per range).
     frame = Heatmap.model_validate(
         {
@@ -278,10 +279,6 @@ def heatmap(
 
 
 EMPTY_GRIDS = '"counts":[],"failures":[],"values":[]}'
-
-
-def _id(item: HeatmapAxisItem | dict[str, str]) -> str:
-    return item.id if isinstance(item, HeatmapAxisItem) else item["id"]
 
 
 # A month of one environment in the month rollup: its jobs and failures (JSON arrays, a number per
