@@ -3,11 +3,25 @@
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Annotated, Any, Generic, TypeVar
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PlainSerializer, StringConstraints
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetCoreSchemaHandler,
+    GetJsonSchemaHandler,
+    PlainSerializer,
+    StringConstraints,
+)
 from pydantic.alias_generators import to_camel
+from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 
 def format_timestamp(value: datetime) -> str:
@@ -22,15 +36,70 @@ Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=st
 # An organization's slug: lowercase letters, digits and inner hyphens, as in a URL.
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 OrgSlug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=63)]
+
+
+@dataclass(frozen=True)
+class Matching:
+    """A pattern a text must match. Its error says in words what is expected (never the regex, which
+    means nothing to a person); the schema shows the pattern, for programs."""
+
+    pattern: str
+    kind: str
+    explanation: str
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> CoreSchema:
+        compiled = re.compile(self.pattern)
+
+        def check(value: str) -> str:
+            if not compiled.match(value):
+                raise PydanticCustomError(self.kind, self.explanation)
+            return value
+
+        return core_schema.no_info_after_validator_function(check, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        json_schema["pattern"] = self.pattern
+        return json_schema
+
+
+def Trimmed(max_length: int) -> Any:  # noqa: N802 (used like the types it builds)
+    """Text trimmed of surrounding whitespace that must keep a character that is not whitespace
+    (the pattern says so to readers of the schema; stripping already enforces it)."""
+    return Annotated[
+        str, StringConstraints(strip_whitespace=True, min_length=1, max_length=max_length, pattern=r"\S")
+    ]
+
+
 # A human-readable name: any printable text, trimmed, not empty.
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Name = Trimmed(200)
 Description = Annotated[str, StringConstraints(max_length=2000)]
 
-# Paging of every bounded list: `limit` 1..1000 (default 50), `offset` from 0.
+# Every whole number a request carries stays within a 32-bit signed integer, the smallest the
+# databases compare it with: a larger one is refused at the door instead of failing in SQL.
+MAX_INT32 = 2**31 - 1
+
+
+def _whole_number(value: Any) -> Any:
+    """JSON has one kind of number, so 20.0 is the whole number 20; text and booleans stay refused."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def WholeNumber(minimum: int, maximum: int = MAX_INT32) -> Any:  # noqa: N802 (used like a type)
+    """A whole number from `minimum` to `maximum` (the bounds must come before the conversion, or
+    the schema would not show them)."""
+    return Annotated[int, Field(ge=minimum, le=maximum), BeforeValidator(_whole_number)]
+
+
+# Paging of every bounded list: `limit` 1..1000 (default 50), `offset` 0..MAX_INT32.
 MAX_PAGE_SIZE = 1000
 DEFAULT_PAGE_SIZE = 50
-PageLimit = Annotated[int, Field(ge=1, le=MAX_PAGE_SIZE, description="Items per page (1..1000).")]
-PageOffset = Annotated[int, Field(ge=0, description="Items to skip before the page starts.")]
+PageLimit = Annotated[WholeNumber(1, MAX_PAGE_SIZE), Field(description="Items per page (1..1000).")]
+PageOffset = Annotated[
+    WholeNumber(0), Field(description="Items to skip before the page starts (0..2147483647).")
+]
 
 # Free-form JSON objects (configurations, schemas) are bounded by their compact JSON size.
 JSON_OBJECT_MAX_BYTES = 64 * 1024
@@ -54,15 +123,23 @@ def _refuse_null(value: Any) -> Any:
 
 PatchedValue = TypeVar("PatchedValue")
 # A field of a PATCH body: left out, it keeps its value; sent as null, it is refused (ambiguous).
-Patch = Annotated[PatchedValue | None, AfterValidator(_refuse_null)]
+# The schema shows the value's type alone: null is not a value a client may send.
+Patch = Annotated[PatchedValue | SkipJsonSchema[None], AfterValidator(_refuse_null)]
 
 
 class Request(BaseModel):
-    """A request body: camelCase on the wire, unknown fields refused."""
+    """A request body: camelCase on the wire, unknown fields refused, types strict (`"10"` is not
+    a number and `true` is not 1: a client sending them has a bug worth hearing about)."""
 
     model_config = ConfigDict(
-        alias_generator=to_camel, populate_by_name=True, extra="forbid", serialize_by_alias=True
+        alias_generator=to_camel, populate_by_name=True, extra="forbid", serialize_by_alias=True, strict=True
     )
+
+
+class QueryParameters(Request):
+    """Parameters read from a query string, where every value arrives as text: `limit=10` is 10."""
+
+    model_config = ConfigDict(strict=False)
 
 
 class Record(BaseModel):

@@ -14,7 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, StringConstraints
 
 from api.agents import PromptReferenceName, StableKey
-from api.common import JsonObject, OrgScoped, Page, Record, Timestamp
+from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
 from api.resource import Resource, body
 
 JobStatus = Literal["pending", "running", "complete", "error", "partial"]
@@ -60,7 +60,7 @@ class DeploymentRequest(OrgScoped):
     agent_provider_config: JsonObject | None = Field(
         default=None, description="Merged over each version's providerConfig, key by key."
     )
-    agent_versions: dict[StableKey, Annotated[int, Field(ge=1)]] | None = Field(
+    agent_versions: dict[StableKey, WholeNumber(1)] | None = Field(
         default=None,
         description="Version to deploy per stableKey (e.g. to roll back); others get their latest.",
     )
@@ -183,13 +183,16 @@ class StatusMatrix(Record):
     total_agents: int
 
 
+StaleAfterDays = WholeNumber(1, 365)
+
+
 class DeploymentSettings(Record):
     stale_after_days: int = Field(ge=1, le=365)
 
 
 class DeploymentSettingsUpdate(OrgScoped):
-    stale_after_days: int = Field(
-        ge=1, le=365, description="Days a newer version may wait undeployed before the pair is stale."
+    stale_after_days: StaleAfterDays = Field(
+        description="Days a newer version may wait undeployed before the pair is stale."
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, Field, StringConstraints
+from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
 
 from api.common import (
     DEFAULT_PAGE_SIZE,
@@ -41,6 +41,8 @@ def _http_url(value: str) -> str:
     parts = urlsplit(value)
     if parts.scheme not in {"http", "https"} or not parts.hostname or any(c.isspace() for c in value):
         raise ValueError("must be an absolute http:// or https:// URL")
+    if parts.username or parts.password:
+        raise ValueError("must not carry credentials (user:password@); the service signs what it sends")
     return value
 
 
@@ -53,8 +55,25 @@ def _secret_value(value: str) -> str:
     return value
 
 
-WebhookUrl = Annotated[str, StringConstraints(max_length=WEBHOOK_URL_MAX_LENGTH), AfterValidator(_http_url)]
-SecretValue = Annotated[str, AfterValidator(_secret_value)]
+# The schemas carry the rules the validators enforce, for generated clients; the validators keep
+# messages in words.
+WebhookUrl = Annotated[
+    str,
+    StringConstraints(max_length=WEBHOOK_URL_MAX_LENGTH),
+    AfterValidator(_http_url),
+    WithJsonSchema(
+        {
+            "type": "string",
+            "maxLength": WEBHOOK_URL_MAX_LENGTH,
+            "pattern": r"^https?://[^\s/@]+(?:[/?#]\S*)?$",
+        }
+    ),
+]
+SecretValue = Annotated[
+    str,
+    AfterValidator(_secret_value),
+    WithJsonSchema({"type": "string", "minLength": 1, "maxLength": SECRET_VALUE_MAX_BYTES}),
+]
 
 
 class CreateEnvironment(OrgScoped):

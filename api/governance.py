@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from api.common import Description, Name, OrgScoped, Page, Patch, Record, Timestamp
+from api.common import Description, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
 from api.providers import ModelName
 from api.resource import Resource, body
 
@@ -19,10 +19,10 @@ SEVERITIES: tuple[str, ...] = Severity.__args__
 # The key of the built-in offline drafter among the system models; the default for drafting.
 BUILTIN_DRAFTER_KEY = "builtin-template"
 
-Instructions = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=20_000)]
+Instructions = Trimmed(20_000)
 DraftName = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
-RuleText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=50_000)]
-Reference = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+RuleText = Trimmed(50_000)
+Reference = Trimmed(200)
 
 
 class GeneratePolicyPrompt(OrgScoped):

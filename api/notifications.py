@@ -15,9 +15,11 @@ from api.common import (
     Page,
     PageLimit,
     PageOffset,
+    QueryParameters,
     Record,
     Request,
     Timestamp,
+    Trimmed,
 )
 from api.events import EventType
 from api.resource import Resource, body
@@ -34,7 +36,7 @@ STATS_MAX_DAYS = 365
 EmailAddress = Annotated[
     str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=320)
 ]
-Url = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+Url = Trimmed(2000)
 
 
 class ChannelConfig(Request):
@@ -104,7 +106,7 @@ class Subscription(Record):
     updated_at: Timestamp
 
 
-class DateRange(Request):
+class DateRange(QueryParameters):
     """From `start` (inclusive) to `end` (exclusive); either may be left out."""
 
     start: AwareDatetime | None = None
@@ -117,12 +119,12 @@ class DateRange(Request):
         return self
 
 
-class Pagination(Request):
+class Pagination(QueryParameters):
     limit: PageLimit = DEFAULT_PAGE_SIZE
     offset: PageOffset = 0
 
 
-class LogQuery(Request):
+class LogQuery(QueryParameters):
     """The filters of GET /notifications/logs, whichever query encoding carried them."""
 
     org_slug: OrgSlug

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from api.common import Name, OrgScoped, Page, Patch, Record, Timestamp
+from api.common import Matching, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
 from api.resource import Resource, body
 
 ProviderKind = Literal["openai", "anthropic", "azure_openai", "openai_compatible"]
@@ -14,11 +14,21 @@ PROVIDER_KINDS: tuple[str, ...] = ProviderKind.__args__
 # The kinds whose address is the connection's own and so must be given.
 KINDS_NEEDING_BASE_URL = frozenset({"azure_openai", "openai_compatible"})
 
-BaseUrl = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
-ModelName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-ApiVersion = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=40)]
+BaseUrl = Trimmed(2000)
+ModelName = Trimmed(200)
+# Both travel in HTTP headers, which carry printable ASCII only.
+HEADER_SAFE_PATTERN = r"^[\x21-\x7e]+$"
+ApiVersion = Annotated[
+    str,
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=40),
+    Matching(HEADER_SAFE_PATTERN, "not_header_safe", "must be printable ASCII without spaces"),
+]
 # Write-only; the fields holding it are kept out of reprs so that a logged request never shows it.
-ProviderApiKey = Annotated[str, StringConstraints(min_length=1, max_length=4000)]
+ProviderApiKey = Annotated[
+    str,
+    StringConstraints(min_length=1, max_length=4000),
+    Matching(HEADER_SAFE_PATTERN, "not_header_safe", "must be printable ASCII without spaces, as issued"),
+]
 MAX_MODELS = 100
 
 

@@ -10,13 +10,14 @@ import json
 import re
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, Discriminator, Field, StringConstraints, Tag, field_validator
+from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
 from pydantic_core import PydanticCustomError
 
 from api.common import (
     SLUG_PATTERN,
     Description,
     JsonObject,
+    Matching,
     OrgScoped,
     Page,
     Record,
@@ -52,32 +53,20 @@ MAX_LABELS_PER_PUBLISH = 20
 TEMPLATE_VARIABLE = re.compile(r"\{\{\s*([A-Za-z_][A-Za-z0-9_.]*)\s*\}\}")
 
 
-def _matching(pattern: str, kind: str, explanation: str) -> AfterValidator:
-    """A check against `pattern` whose error says in words what is expected."""
-    compiled = re.compile(pattern)
-
-    def check(value: str) -> str:
-        if not compiled.match(value):
-            raise PydanticCustomError(kind, explanation)
-        return value
-
-    return AfterValidator(check)
-
-
 RegistryName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=63),
-    _matching(REGISTRY_NAME_PATTERN, "invalid_name", "must be lowercase letters, digits and inner hyphens"),
+    Matching(REGISTRY_NAME_PATTERN, "invalid_name", "must be lowercase letters, digits and inner hyphens"),
 ]
 RegistryRef = Annotated[
     str,
     StringConstraints(min_length=3, max_length=127),
-    _matching(REGISTRY_REF_PATTERN, "invalid_registry_ref", "must be '<orgSlug>/<registry name>'"),
+    Matching(REGISTRY_REF_PATTERN, "invalid_registry_ref", "must be '<orgSlug>/<registry name>'"),
 ]
 ArtifactName = Annotated[
     str,
     StringConstraints(min_length=1, max_length=100),
-    _matching(
+    Matching(
         ARTIFACT_NAME_PATTERN,
         "invalid_name",
         "must be lowercase letters, digits, '.', '_' and '-', starting and ending with a letter or digit",
@@ -86,17 +75,17 @@ ArtifactName = Annotated[
 Label = Annotated[
     str,
     StringConstraints(min_length=1, max_length=40),
-    _matching(LABEL_PATTERN, "invalid_label", "must be a lowercase letter then letters, digits, '_' or '-'"),
+    Matching(LABEL_PATTERN, "invalid_label", "must be a lowercase letter then letters, digits, '_' or '-'"),
 ]
 SemVer = Annotated[
     str,
     StringConstraints(min_length=1, max_length=64),
-    _matching(SEMVER_PATTERN, "invalid_version", "must be a semantic version such as 1.4.0 or 2.0.0-rc.1"),
+    Matching(SEMVER_PATTERN, "invalid_version", "must be a semantic version such as 1.4.0 or 2.0.0-rc.1"),
 ]
 Version = Annotated[
     str,
     StringConstraints(min_length=1, max_length=64),
-    _matching(
+    Matching(
         VERSION_PATTERN, "invalid_version", "must be a version number (3) or a semantic version (1.4.0)"
     ),
 ]

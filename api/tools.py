@@ -16,6 +16,7 @@ from api.common import (
     Record,
     Request,
     Timestamp,
+    Trimmed,
 )
 from api.environments import EnvironmentName
 from api.resource import Resource, body
@@ -26,7 +27,7 @@ TOOL_KEY_PATTERN = r"^[a-z0-9](?:[a-z0-9._-]{0,126}[a-z0-9])?$"
 HISTORY_SHOWN = 20
 
 ToolKey = Annotated[str, StringConstraints(pattern=TOOL_KEY_PATTERN)]
-Label = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
+Label = Trimmed(200)
 
 
 def _object_schema(schema: dict[str, Any]) -> dict[str, Any]:

@@ -10,13 +10,16 @@ import anyio
 from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
+from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 
 from api.common import ErrorBody
-from service import __version__
+from service import __version__, logredact
 from service.bodylimit import BodyLimitMiddleware
 from service.db import Database
+from service.deps import key_requirement
 from service.errors import install_error_handlers
 from service.health import HealthCheck
+from service.inputguard import InputGuardMiddleware
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
@@ -27,6 +30,7 @@ UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
+    logredact.install()
     # The engine holds pool_size connections plus as many again in overflow. Requests take at most
     # pool_size of them (service.deps), which leaves the overflow for work that holds a connection
     # only inside one thread (the after-response key touch, the health ping): at most `threads`.
@@ -59,6 +63,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    app.add_middleware(InputGuardMiddleware)
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
@@ -73,25 +78,66 @@ def _limiter(settings: Settings) -> Limiter:
 
 
 def _openapi(app: FastAPI) -> dict[str, Any]:
-    """FastAPI's schema, with validation failures documented as our 400 instead of its 422."""
+    """FastAPI's schema, told the truth: validation failures are our 400 (never its 422), every
+    operation names the keys it takes and documents the errors it can answer."""
     if app.openapi_schema:
         return app.openapi_schema
     schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
-    schemas = schema.setdefault("components", {}).setdefault("schemas", {})
+    components = schema.setdefault("components", {})
+    schemas = components.setdefault("schemas", {})
     error_schema = ErrorBody.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
     schemas.update(error_schema.pop("$defs", {}))
     schemas["ErrorBody"] = error_schema
     for key in [k for k in schemas if k in {"HTTPValidationError", "ValidationError"}]:
         del schemas[key]
-    error = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}
-    for path_item in schema.get("paths", {}).values():
-        for operation in path_item.values():
-            responses = operation.setdefault("responses", {})
-            responses.pop("422", None)
-            responses.setdefault("400", {"description": "Invalid input; `message` names the field", **error})
-            responses.setdefault(
-                "401", {"description": "Missing, malformed, unknown or revoked key", **error}
-            )
-            responses.setdefault("429", {"description": "Rate limited; see Retry-After", **error})
+    components["securitySchemes"] = SECURITY_SCHEMES
+    for route in iter_route_contexts(app.routes):
+        if isinstance(route.original_route, APIRoute) and route.include_in_schema:
+            for method in route.methods:
+                _document_operation(schema["paths"][route.path_format][method.lower()], route)
     app.openapi_schema = schema
     return schema
+
+
+SECURITY_SCHEMES = {
+    "ApiKey": {
+        "type": "apiKey",
+        "in": "header",
+        "name": "X-API-Key",
+        "description": "An organization's key.",
+    },
+    "Bearer": {"type": "http", "scheme": "bearer", "description": "The same key as a bearer token."},
+}
+_KEY_REQUIREMENTS = [{"ApiKey": []}, {"Bearer": []}]
+_ERRORS = {
+    "400": "Invalid input; `message` and `details` name the field",
+    "401": "Missing, malformed, unknown or revoked key",
+    "403": "The key's organization is not the one the request names",
+    "404": "A resource the request names does not exist in the key's organization",
+    "413": "The request body is larger than the service accepts",
+    "429": "Rate limited; see Retry-After",
+}
+
+
+def _document_operation(operation: dict[str, Any], route: RouteContext) -> None:
+    responses = operation.setdefault("responses", {})
+    responses.pop("422", None)
+    key = key_requirement(route.dependant)
+    if key == "required":
+        operation["security"] = _KEY_REQUIREMENTS
+    elif key == "optional":
+        operation["security"] = [{}, *_KEY_REQUIREMENTS]
+    else:
+        operation["security"] = []
+    statuses = ["400"]
+    if key is not None:
+        statuses += ["401", "403", "404"]
+    if "requestBody" in operation:
+        statuses.append("413")
+    if route.path_format not in UNLIMITED_PATHS:
+        statuses.append("429")
+    for status in statuses:
+        responses.setdefault(status, {"description": _ERRORS[status], **_ERROR_CONTENT})
+
+
+_ERROR_CONTENT = {"content": {"application/json": {"schema": {"$ref": "#/components/schemas/ErrorBody"}}}}

@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from service import logredact
 from service.db import Database
 from service.errors import ServiceError
 from service.settings import Settings
@@ -176,4 +177,5 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
+    logredact.install()
     return args.handler(settings, args)

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import DateTime, MetaData, create_engine, event, text
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
@@ -73,6 +75,7 @@ def insert_unless_taken(session: Session, record: Base) -> bool:
 
 def make_engine(url: str, *, pool_size: int = 8) -> Engine:
     if url.startswith("sqlite"):
+        _create_private_file(make_url(url).database)
         engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": 30},
@@ -82,6 +85,15 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
         _configure_sqlite(engine)
         return engine
     return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def _create_private_file(path: str | None) -> None:
+    """Create the database file readable by its owner alone. SQLite would create it (and then its
+    -wal and -shm files, which take the database file's mode) readable by everyone."""
+    if not path or path == ":memory:" or path.startswith("file:"):
+        return
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
 
 
 def _configure_sqlite(engine: Engine) -> None:

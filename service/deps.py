@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated
+from collections.abc import AsyncIterator, Iterable
+from typing import Annotated, Any, Literal
 
 from fastapi import BackgroundTasks, Depends, Query, Request
 from fastapi.concurrency import contextmanager_in_threadpool
+from fastapi.dependencies.models import Dependant
 from sqlalchemy.orm import Session
 
-from api.common import MAX_PAGE_SIZE, OrgSlug
+from api.common import MAX_INT32, MAX_PAGE_SIZE, OrgSlug
 from service.api_keys.service import needs_last_used_update, resolve_key, touch_key
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
@@ -75,9 +76,33 @@ def _touch(db: Database, key_id: str) -> None:
         touch_key(writer, key_id=key_id)
 
 
+def key_requirement(dependant: Dependant) -> Literal["required", "optional"] | None:
+    """Whether a route needs a key, takes one if given (public reads), or never looks at one."""
+    calls = set()
+    pending = [dependant]
+    while pending:
+        current = pending.pop()
+        calls.add(current.call)
+        pending.extend(current.dependencies)
+    if _caller in calls:
+        return "required"
+    return "optional" if _optional_caller in calls else None
+
+
 CurrentCaller = Annotated[Caller, Depends(_caller)]
 OptionalCaller = Annotated[Caller | None, Depends(_optional_caller)]
 
 OrgSlugQuery = Annotated[OrgSlug, Query(alias="orgSlug", description="The organization the request acts on.")]
 LimitQuery = Annotated[int, Query(ge=1, le=MAX_PAGE_SIZE, description="Items per page (1..1000).")]
-OffsetQuery = Annotated[int, Query(ge=0, description="Items to skip before the page starts.")]
+OffsetQuery = Annotated[
+    int, Query(ge=0, le=MAX_INT32, description="Items to skip before the page starts (0..2147483647).")
+]
+
+
+def EnumListQuery(values: Iterable[str], description: str) -> Any:  # noqa: N802 (used like Query)
+    """A query parameter holding some of `values`, repeated (`status=a&status=b`) or comma-separated
+    (`status=a,b`); the route splits and checks them, the schema lists them."""
+    return Query(
+        description=f"{description}; the parameter repeated, or values comma-separated (`a,b`).",
+        json_schema_extra={"items": {"type": "string", "enum": list(values)}},
+    )

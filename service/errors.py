@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Send
@@ -34,6 +35,13 @@ class InvalidInput(ServiceError):
     """Input that is well-formed but not acceptable (names the field it is about)."""
 
 
+class InvalidCursor(InvalidInput):
+    """A `cursor` that no page of this service handed out."""
+
+    def __init__(self) -> None:
+        super().__init__("cursor is not a nextCursor this service returned", field="cursor")
+
+
 class AlreadyExists(ServiceError):
     code = "already_exists"
 
@@ -58,10 +66,15 @@ def error_body(message: str, code: str, details: list[dict[str, Any]] | None = N
 
 
 async def send_error(
-    send: Send, status: int, message: str, code: str, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send,
+    status: int,
+    message: str,
+    code: str,
+    headers: list[tuple[bytes, bytes]] | None = None,
+    details: list[dict[str, Any]] | None = None,
 ) -> None:
     """Answer with an error from raw ASGI middleware, before the application runs."""
-    body = error_body(message, code)
+    body = error_body(message, code, details)
     start = [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]
     await send({"type": "http.response.start", "status": status, "headers": start + (headers or [])})
     await send({"type": "http.response.body", "body": body})
@@ -131,10 +144,21 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         message = f"No such endpoint: {request.method} {request.url.path}"
         return error_response(404, message, "not_found")
     if exc.status_code == 405:
-        message = f"Method {request.method} is not allowed on {request.url.path}"
-        return error_response(405, message, "method_not_allowed", headers=exc.headers)
+        allowed = _allowed_methods(request)
+        message = f"Method {request.method} is not allowed on {request.url.path}; use {allowed}"
+        return error_response(405, message, "method_not_allowed", headers={"Allow": allowed})
     code = "bad_request" if exc.status_code == 400 else f"http_{exc.status_code}"
     return error_response(exc.status_code, str(exc.detail), code, headers=exc.headers)
+
+
+def _allowed_methods(request: Request) -> str:
+    """The methods of the path template that serves this path: the router names only the first
+    route's, and /environments/list must not advertise what /environments/{id} takes."""
+    path = request.url.path
+    routes = [route for route in iter_route_contexts(request.app.routes) if route.methods]
+    template = next((route.path_format for route in routes if route.path_regex.match(path)), None)
+    methods = {method for route in routes if route.path_format == template for method in route.methods}
+    return ", ".join(sorted(methods))
 
 
 async def _unexpected_error(request: Request, exc: Exception) -> Response:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import secrets
 import time
 from datetime import datetime
@@ -19,3 +20,8 @@ def new_id(prefix: str, *, at: datetime | None = None) -> str:
         value, digit = divmod(value, 32)
         chars.append(_ALPHABET[digit])
     return f"{prefix}_{''.join(reversed(chars))}"
+
+
+def is_id(value: str, prefix: str) -> bool:
+    """Whether `value` has the form new_id(prefix) gives."""
+    return re.fullmatch(rf"{prefix}_[{_ALPHABET}]{{26}}", value) is not None

@@ -36,7 +36,11 @@ _HEALTH_BODIES = {
 }
 
 
-@system_router.get("/health", response_model=Health)
+@system_router.get(
+    "/health",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "The database is unreachable"}},
+)
 async def health(request: Request) -> Response:
     """Liveness and database reachability. Needs no key and is never rate limited."""
     reachable = await request.app.state.health.database_reachable()

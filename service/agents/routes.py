@@ -7,7 +7,7 @@ from fastapi import APIRouter, Path
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, ListAgents, UpdateAgent
-from api.common import DEFAULT_PAGE_SIZE, OrgScoped, Page
+from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, OrgScoped, Page
 from service.agents import service
 from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
 
@@ -125,7 +125,7 @@ def list_versions(
 @router.get(AGENT + "/versions/{version}", response_model=AgentVersion)
 def get_version(
     stable_key: StableKeyPath,
-    version: Annotated[int, Path(ge=1, description="The version number, from 1.")],
+    version: Annotated[int, Path(ge=1, le=MAX_INT32, description="The version number, from 1.")],
     org_slug: OrgSlugQuery,
     caller: CurrentCaller,
     session: DbSession,

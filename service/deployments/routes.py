@@ -11,6 +11,7 @@ from api.deployments import (
     AGENT_STATES,
     DEFAULT_JOB_PAGE_SIZE,
     DEFAULT_STATUS_PAGE_SIZE,
+    JOB_STATUSES,
     AgentPreview,
     DeploymentJob,
     DeploymentMetrics,
@@ -31,22 +32,32 @@ from api.deployments import (
 )
 from service.crypto import cipher_for
 from service.deployments import analytics, history, service, states
-from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.deps import (
+    AppSettings,
+    CurrentCaller,
+    DbSession,
+    EnumListQuery,
+    LimitQuery,
+    OffsetQuery,
+    OrgSlugQuery,
+)
 from service.errors import InvalidInput
 from service.responses import rendered_json
 
 router = APIRouter(tags=["Deployments"])
 
 StatusQuery = Annotated[
-    list[str],
-    Query(
-        description="Job statuses (pending, running, complete, error, partial), repeated "
-        "(`status=a&status=b`) or comma-separated (`status=a,b`).",
-    ),
+    list[str], EnumListQuery(JOB_STATUSES, "Job statuses (pending, running, complete, error, partial)")
 ]
 JobLimitQuery = Annotated[
     float,
-    Query(ge=1, le=1000, description="Jobs per page, a whole number 1..1000 (`20.0` is accepted)."),
+    Query(
+        ge=1,
+        le=1000,
+        allow_inf_nan=False,
+        multiple_of=1,
+        description="Jobs per page, a whole number 1..1000 (`20.0` is accepted).",
+    ),
 ]
 
 
@@ -116,7 +127,7 @@ def list_jobs(
     org_slug: OrgSlugQuery,
     caller: CurrentCaller,
     session: DbSession,
-    environment_id: Annotated[str | None, Query(alias="environmentId", max_length=40)] = None,
+    environment_id: Annotated[str | None, Query(alias="environmentId", min_length=1, max_length=40)] = None,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
     limit: JobLimitQuery = float(DEFAULT_JOB_PAGE_SIZE),
     cursor: Annotated[str | None, Query(max_length=40, description="A page's nextCursor.")] = None,
@@ -154,7 +165,8 @@ StartQuery = Annotated[
 ]
 EndQuery = Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive; default: today.")]
 EnvironmentFilter = Annotated[
-    str | None, Query(alias="environmentId", max_length=40, description="Only this environment.")
+    str | None,
+    Query(alias="environmentId", min_length=1, max_length=40, description="Only this environment."),
 ]
 
 
@@ -207,7 +219,9 @@ def deployment_metrics(
     )
 
 
-AgentFilter = Annotated[str | None, Query(max_length=100, description="Only this agent (its stableKey).")]
+AgentFilter = Annotated[
+    str | None, Query(min_length=1, max_length=100, description="Only this agent (its stableKey).")
+]
 
 
 @router.get("/agents/deployments/history", response_model=Page[HistoryEntry])
@@ -218,8 +232,7 @@ def deployment_history(
     agent: AgentFilter = None,
     environment_id: EnvironmentFilter = None,
     status: Annotated[
-        list[str],
-        Query(description="Agent results (pending, complete, error), repeated or comma-separated."),
+        list[str], EnumListQuery(history.AGENT_RESULT_STATUSES, "Agent results (pending, complete, error)")
     ] = [],  # noqa: B006 (FastAPI copies defaults)
     start: Annotated[date | None, Query(description="First UTC day (YYYY-MM-DD), inclusive.")] = None,
     end: Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive.")] = None,
@@ -250,9 +263,10 @@ def deployment_status(
     agent: AgentFilter = None,
     state: Annotated[
         list[str],
-        Query(
-            description="Only pairs in these states (in_sync, drifted, stale, error, not_deployed), "
-            "repeated or comma-separated; agents without one leave the page."
+        EnumListQuery(
+            AGENT_STATES,
+            "Only pairs in these states (in_sync, drifted, stale, error, not_deployed); agents without "
+            "one leave the page",
         ),
     ] = [],  # noqa: B006 (FastAPI copies defaults)
     limit: Annotated[

@@ -25,8 +25,9 @@ from service.deployments.models import (
     DeploymentSigningKey,
 )
 from service.environments.models import Environment
-from service.errors import InvalidInput, NotFound
+from service.errors import InvalidCursor, InvalidInput, NotFound
 from service.fleets.service import get_fleet
+from service.ids import is_id
 from service.tools.models import Tool
 
 # Values of providerConfig keys named like credentials are never shown in a diff (compared with
@@ -171,6 +172,8 @@ def list_jobs(
     """Jobs newest first (ids are time-ordered) as plain records with each agent's result, and the
     cursor of the next page if there is one. Two queries of plain rows: a page of entities with their
     agents' resolved configs would cost several times as much, for configs a listing never shows."""
+    if cursor is not None and not is_id(cursor, "job"):
+        raise InvalidCursor
     query = _jobs_statement(
         by_environment=environment_id is not None, by_status=bool(statuses), after=cursor is not None
     )

@@ -4,7 +4,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query
 
-from api.common import DEFAULT_PAGE_SIZE, Page
+from api.common import DEFAULT_PAGE_SIZE, ErrorBody, Page
 from api.governance import (
     Category,
     CreatePolicy,
@@ -22,7 +22,14 @@ from service.governance import service
 router = APIRouter(prefix="/governance/policies", tags=["Governance"])
 
 
-@router.post("/generate-prompt", response_model=PolicyDraft)
+@router.post(
+    "/generate-prompt",
+    response_model=PolicyDraft,
+    responses={
+        502: {"model": ErrorBody, "description": "The model's provider failed; `code` says how"},
+        504: {"model": ErrorBody, "description": "The model's provider did not answer in time"},
+    },
+)
 def generate_policy_prompt(
     body: GeneratePolicyPrompt, caller: CurrentCaller, session: DbSession, settings: AppSettings
 ) -> PolicyDraft:

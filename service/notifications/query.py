@@ -13,7 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Any
 
-from api.common import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE
+from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, MAX_PAGE_SIZE
 from api.events import EVENT_TYPES
 from api.notifications import LOG_STATUSES
 
@@ -90,7 +90,7 @@ def _parameter(name: str, description: str, schema: dict[str, Any], **extra: Any
 
 _DATE_TIME = {"type": "string", "format": "date-time"}
 _LIMIT = {"type": "integer", "minimum": 1, "maximum": MAX_PAGE_SIZE, "default": DEFAULT_PAGE_SIZE}
-_OFFSET = {"type": "integer", "minimum": 0, "default": 0}
+_OFFSET = {"type": "integer", "minimum": 0, "maximum": MAX_INT32, "default": 0}
 _ENCODINGS = (
     " Also accepted in dotted form (`{name}.member=…`) and flattened (`{members}`); a member given "
     "in two forms is refused with 400."

@@ -42,7 +42,7 @@ from api.notifications import (
 )
 from service.crypto import Cipher, reencrypt_column
 from service.db import UTCDateTime, dialect_name, insert_unless_taken, utcnow
-from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.errors import AlreadyExists, InvalidCursor, InvalidInput, NotFound
 from service.events.service import record_event
 from service.notifications.models import (
     Channel,
@@ -452,7 +452,7 @@ def _decode_cursor(cursor: str) -> tuple[datetime, str]:
             raise ValueError("naive timestamp")
         return moment, str(log_id)
     except (ValueError, TypeError) as exc:
-        raise InvalidInput("cursor is not a nextCursor this service returned", field="cursor") from exc
+        raise InvalidCursor from exc
 
 
 def log_stats(session: Session, *, org_id: str, days: int) -> LogStats:

@@ -1,0 +1,152 @@
+"""Refuse, before any route sees it, input that no database stores and no client means to send.
+
+Text holding the NUL character (PostgreSQL cannot store it; SQLite would keep it silently) or a
+lone UTF-16 surrogate (not Unicode text: no driver can encode it), numbers JSON does not have
+(`NaN`, `Infinity`, `1e999`, which Python's parser turns into floats the databases store as null
+or refuse), bodies that are not UTF-8 and bodies nested absurdly deep: each is a 400 that names
+where it was found (the path, a query parameter, a field of the body), and nothing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from typing import Any
+from urllib.parse import parse_qsl
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.errors import send_error
+
+# Deeper than any configuration a person writes; far below where Python's parser gives up.
+MAX_DEPTH = 64
+BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
+_NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+
+
+class Refusal(Exception):
+    def __init__(self, field: str | None, message: str, code: str = "invalid_request") -> None:
+        super().__init__(message)
+        self.field, self.message, self.code = field, message, code
+
+    async def send(self, send: Send) -> None:
+        prefix = "Malformed JSON body" if self.code == "malformed_json" else "Invalid request"
+        where = f"{self.field}: " if self.field else ""
+        details = [{"field": self.field, "message": self.message, "type": self.code}]
+        await send_error(send, 400, f"{prefix}: {where}{self.message}", self.code, details=details)
+
+
+class InputGuardMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        try:
+            check_url(scope["path"], scope["query_string"])
+            if scope["method"] in BODY_METHODS and _is_json(scope):
+                body = await _read_body(receive)
+                if body is None:
+                    return  # the client went away
+                check_json_body(body)
+                receive = _replay(body, receive)
+        except Refusal as refusal:
+            await refusal.send(send)
+            return
+        await self.app(scope, receive, send)
+
+
+def check_url(path: str, query_string: bytes) -> None:
+    if "\x00" in path:
+        raise Refusal("path", _describe("\x00"))
+    if b"%00" not in query_string and b"\x00" not in query_string:
+        return
+    for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
+        if "\x00" in name or "\x00" in value:
+            raise Refusal(name.replace("\x00", "\\u0000"), _describe("\x00"))
+
+
+def check_json_body(body: bytes) -> None:
+    """Raise Refusal for a body that is JSON in name but not in substance. A syntax error is left to
+    the route's own parser, whose message gives the position."""
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise Refusal(
+            None, f"not UTF-8 text (invalid byte at position {exc.start})", "malformed_json"
+        ) from exc
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        return
+    except RecursionError as exc:
+        raise Refusal(None, f"nested deeper than {MAX_DEPTH} levels", "malformed_json") from exc
+    _check_value(value, "", 0)
+
+
+def _check_value(value: Any, where: str, depth: int) -> None:
+    if depth > MAX_DEPTH:
+        raise Refusal(where or None, f"nested deeper than {MAX_DEPTH} levels", "malformed_json")
+    if isinstance(value, str):
+        found = _NOT_TEXT.search(value)
+        if found:
+            raise Refusal(where or None, _describe(found.group()))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            message = "is not a JSON number (NaN, Infinity and numbers beyond a double's range are not)"
+            raise Refusal(where or None, message, "malformed_json")
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            field = f"{where}.{key}" if where else key
+            found = _NOT_TEXT.search(key)
+            if found:
+                raise Refusal(field.encode("utf-8", "backslashreplace").decode(), _describe(found.group()))
+            _check_value(item, field, depth + 1)
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_value(item, f"{where}.{index}" if where else str(index), depth + 1)
+
+
+def _describe(character: str) -> str:
+    if character == "\x00":
+        return "cannot contain the NUL character (\\u0000)"
+    return f"is not valid Unicode text (a lone surrogate \\u{ord(character):04x})"
+
+
+def _is_json(scope: Scope) -> bool:
+    for name, value in scope["headers"]:
+        if name == b"content-type":
+            media_type = value.split(b";", 1)[0].strip().lower()
+            return media_type == b"application/json" or (
+                media_type.startswith(b"application/") and media_type.endswith(b"+json")
+            )
+    return False
+
+
+async def _read_body(receive: Receive) -> bytes | None:
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    """A receive that hands the body read here to the app, then waits on the real one (for a
+    disconnect) as the app would have."""
+    sent = False
+
+    async def replaying_receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replaying_receive
