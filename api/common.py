@@ -20,7 +20,7 @@ from pydantic import (
     StringConstraints,
 )
 from pydantic.alias_generators import to_camel
-from pydantic.json_schema import JsonSchemaValue, SkipJsonSchema
+from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema, PydanticCustomError, core_schema
 
 
@@ -123,8 +123,18 @@ def _refuse_null(value: Any) -> Any:
 
 PatchedValue = TypeVar("PatchedValue")
 # A field of a PATCH body: left out, it keeps its value; sent as null, it is refused (ambiguous).
-# The schema shows the value's type alone: null is not a value a client may send.
-Patch = Annotated[PatchedValue | SkipJsonSchema[None], AfterValidator(_refuse_null)]
+class _NullNotOffered:
+    """Shows an optional field's schema without its `null`: null is not a value a client may send."""
+
+    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        json_schema = handler(schema)
+        offered = [option for option in json_schema.get("anyOf", []) if option.get("type") != "null"]
+        if len(offered) != 1:
+            return json_schema
+        return {key: value for key, value in json_schema.items() if key != "anyOf"} | offered[0]
+
+
+Patch = Annotated[PatchedValue | None, AfterValidator(_refuse_null), _NullNotOffered()]
 
 
 class Request(BaseModel):

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, Field, StringConstraints, model_validator
+from pydantic import AwareDatetime, BeforeValidator, Field, StringConstraints, model_validator
 
 from api.common import (
     DEFAULT_PAGE_SIZE,
@@ -106,11 +107,24 @@ class Subscription(Record):
     updated_at: Timestamp
 
 
+RFC3339_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _rfc3339(value: Any) -> Any:
+    # Lax parsing would read "6" as six seconds after 1970: a typo, not a moment anyone means.
+    if isinstance(value, str) and not RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time with its offset, e.g. 2026-11-24T09:30:00Z")
+    return value
+
+
+Moment = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
+
+
 class DateRange(QueryParameters):
     """From `start` (inclusive) to `end` (exclusive); either may be left out."""
 
-    start: AwareDatetime | None = None
-    end: AwareDatetime | None = None
+    start: Moment | None = None
+    end: Moment | None = None
 
     @model_validator(mode="after")
     def _start_before_end(self) -> DateRange:

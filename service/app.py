@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, get_args, get_origin
 
 import anyio
 from anyio import to_thread
@@ -20,6 +20,7 @@ from service.deps import key_requirement
 from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.inputguard import InputGuardMiddleware
+from service.notifications.query import LOG_QUERY_LISTS
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
@@ -63,12 +64,25 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
-    app.add_middleware(InputGuardMiddleware)
+    app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
+
+
+def list_query_parameters(app: FastAPI) -> frozenset[str]:
+    """Names of the query parameters some route takes as a list (`status=a&status=b`)."""
+    names = set(LOG_QUERY_LISTS)  # GET /notifications/logs reads its query string itself
+    for route in iter_route_contexts(app.routes):
+        if isinstance(route.original_route, APIRoute):
+            names.update(p.alias for p in route.dependant.query_params if _is_list(p.field_info.annotation))
+    return frozenset(names)
+
+
+def _is_list(annotation: Any) -> bool:
+    return get_origin(annotation) is list or any(get_origin(arg) is list for arg in get_args(annotation))
 
 
 def _limiter(settings: Settings) -> Limiter:

@@ -38,15 +38,19 @@ class Refusal(Exception):
 
 
 class InputGuardMiddleware:
-    def __init__(self, app: ASGIApp) -> None:
+    """`list_parameters`: the query parameters some route takes as a list, the only ones that may
+    be repeated (any other given twice is ambiguous: which one did the caller mean?)."""
+
+    def __init__(self, app: ASGIApp, list_parameters: frozenset[str]) -> None:
         self.app = app
+        self.list_parameters = list_parameters
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         try:
-            check_url(scope["path"], scope["query_string"])
+            check_url(scope["path"], scope["query_string"], self.list_parameters)
             if scope["method"] in BODY_METHODS and _is_json(scope):
                 body = await _read_body(receive)
                 if body is None:
@@ -59,14 +63,18 @@ class InputGuardMiddleware:
         await self.app(scope, receive, send)
 
 
-def check_url(path: str, query_string: bytes) -> None:
+def check_url(path: str, query_string: bytes, list_parameters: frozenset[str]) -> None:
     if "\x00" in path:
         raise Refusal("path", _describe("\x00"))
-    if b"%00" not in query_string and b"\x00" not in query_string:
+    if not query_string:
         return
+    seen: set[str] = set()
     for name, value in parse_qsl(query_string.decode("latin-1"), keep_blank_values=True):
         if "\x00" in name or "\x00" in value:
             raise Refusal(name.replace("\x00", "\\u0000"), _describe("\x00"))
+        if name in seen and name not in list_parameters:
+            raise Refusal(name, "is given more than once; send it once")
+        seen.add(name)
 
 
 def check_json_body(body: bytes) -> None:

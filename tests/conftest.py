@@ -50,6 +50,16 @@ def require(part: str, reason: str) -> None:
     pytest.skip(f"{part} unavailable: {reason}")
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--fuzz-examples",
+        type=int,
+        default=20,
+        help="examples per operation in the fuzzing test (default 20; a deep run: 500)",
+    )
+    parser.addoption("--fuzz-seed", type=int, default=None, help="replay a fuzzing run by its seed")
+
+
 def pytest_report_header(config: pytest.Config) -> str:
     backend = "PostgreSQL" if POSTGRES_URL else "SQLite"
     return f"orgdeck: database backend {backend}; CI mode {'on' if IN_CI else 'off'}"

@@ -246,3 +246,17 @@ def test_the_sqlite_file_and_its_wal_are_private(settings, server, db, org):
     for path in (database, f"{database}-wal", f"{database}-shm"):
         assert os.path.exists(path), path
         assert stat.S_IMODE(os.stat(path).st_mode) == 0o600, path
+
+
+def test_a_parameter_given_twice_is_refused_unless_it_is_a_list(http, org):
+    twice = http.get(f"fleets?orgSlug={org.slug}&orgSlug=other", headers=org.headers)
+    error = assert_refused(twice, "orgSlug")
+    assert "more than once" in error["message"]
+    listed = http.get(f"agents/deployment-jobs?orgSlug={org.slug}&status=error&status=partial", headers=org.headers)
+    assert listed.status_code == 200, listed.text
+
+
+def test_a_moment_is_written_as_rfc3339(http, org):
+    response = http.get("notifications/logs", params={"orgSlug": org.slug, "end": "6"}, headers=org.headers)
+    error = assert_refused(response, "dateRange.end")
+    assert "RFC 3339" in error["message"]

@@ -18,6 +18,7 @@ from api.events import EVENT_TYPES
 from api.notifications import LOG_STATUSES
 
 SCALARS = ("orgSlug", "eventType", "channelId", "cursor")
+LOG_QUERY_LISTS = ("status",)
 OBJECTS = {"dateRange": ("start", "end"), "pagination": ("limit", "offset")}
 FLATTENED = {member: parent for parent, members in OBJECTS.items() for member in members}
 _MEMBER = re.compile(r"^(?P<parent>\w+)(?:\[(?P<bracket>\w+)\]|\.(?P<dot>\w+))$")
@@ -39,7 +40,7 @@ def log_query_fields(items: Iterable[tuple[str, str]]) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     statuses: list[str] = []
     for key, value in items:
-        if key == "status":
+        if key in LOG_QUERY_LISTS:
             statuses.extend(part.strip() for part in value.split(",") if part.strip())
             continue
         target, member = _location(key)
