@@ -105,6 +105,14 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     for key in [k for k in schemas if k in {"HTTPValidationError", "ValidationError"}]:
         del schemas[key]
     components["securitySchemes"] = SECURITY_SCHEMES
+    # Not an operation's answer but a path's, to a method it does not take: documented once.
+    components["responses"] = {
+        "MethodNotAllowed": {
+            "description": "The path does not take this method; `Allow` lists those it takes",
+            "headers": {"Allow": {"schema": {"type": "string"}, "description": "e.g. `GET, PATCH, DELETE`"}},
+            **_ERROR_CONTENT,
+        }
+    }
     for route in iter_route_contexts(app.routes):
         if isinstance(route.original_route, APIRoute) and route.include_in_schema:
             for method in route.methods:

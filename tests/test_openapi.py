@@ -49,6 +49,9 @@ def test_every_operation_but_the_public_ones_needs_a_key(document):
 
 def test_errors_are_documented_where_they_can_occur(document):
     error = {"$ref": "#/components/schemas/ErrorBody"}
+    method_not_allowed = document["components"]["responses"]["MethodNotAllowed"]
+    assert method_not_allowed["content"]["application/json"]["schema"] == error
+    assert "Allow" in method_not_allowed["headers"]
     for method, path, operation in operations(document):
         responses = operation["responses"]
         assert "422" not in responses, path
