@@ -76,6 +76,10 @@ def Trimmed(max_length: int) -> Any:  # noqa: N802 (used like the types it build
 # A human-readable name: any printable text, trimmed, not empty.
 Name = Trimmed(200)
 Description = Annotated[str, StringConstraints(max_length=2000)]
+# A deliberately loose address check: the mail server is the judge; this catches typos early.
+EmailAddress = Annotated[
+    str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=320)
+]
 
 # Every whole number a request carries stays within a 32-bit signed integer, the smallest the
 # databases compare it with: a larger one is refused at the door instead of failing in SQL.
@@ -122,11 +126,15 @@ def _refuse_null(value: Any) -> Any:
 
 
 PatchedValue = TypeVar("PatchedValue")
+
+
 # A field of a PATCH body: left out, it keeps its value; sent as null, it is refused (ambiguous).
 class _NullNotOffered:
     """Shows an optional field's schema without its `null`: null is not a value a client may send."""
 
-    def __get_pydantic_json_schema__(self, schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+    def __get_pydantic_json_schema__(
+        self, schema: CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
         json_schema = handler(schema)
         offered = [option for option in json_schema.get("anyOf", []) if option.get("type") != "null"]
         if len(offered) != 1:
@@ -135,6 +143,12 @@ class _NullNotOffered:
 
 
 Patch = Annotated[PatchedValue | None, AfterValidator(_refuse_null), _NullNotOffered()]
+
+
+def SecretField(default: Any = ..., **extra: Any) -> Any:  # noqa: N802 (used like Field)
+    """A field holding a secret: write-only in the schema, left out of reprs, redacted from the
+    audit trail."""
+    return Field(default, repr=False, json_schema_extra={"writeOnly": True}, **extra)
 
 
 class Request(BaseModel):

@@ -16,6 +16,7 @@ from api.common import (
     PageOffset,
     Patch,
     Record,
+    SecretField,
     Timestamp,
 )
 from api.deployments import JobStatus
@@ -124,7 +125,7 @@ class SetSecret(OrgScoped):
     """Create a secret, or rotate it: a name that exists in the scope gets the new value as a new version."""
 
     name: SecretName
-    value: SecretValue
+    value: SecretValue = SecretField()
     environment_id: str | None = Field(None, description="The environment it belongs to; absent: org-wide.")
 
 

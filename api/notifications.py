@@ -6,10 +6,11 @@ import re
 from datetime import date, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import AwareDatetime, BeforeValidator, Field, StringConstraints, model_validator
+from pydantic import AwareDatetime, BeforeValidator, Field, model_validator
 
 from api.common import (
     DEFAULT_PAGE_SIZE,
+    EmailAddress,
     Name,
     OrgScoped,
     OrgSlug,
@@ -33,10 +34,6 @@ LOG_STATUSES: tuple[str, ...] = ("sent", "failed", "dead")
 STATS_DEFAULT_DAYS = 30
 STATS_MAX_DAYS = 365
 
-# A deliberately loose address check: the SMTP server is the judge; this catches typos early.
-EmailAddress = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=320)
-]
 Url = Trimmed(2000)
 
 

@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from api.common import Matching, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
+from api.common import Matching, Name, OrgScoped, Page, Patch, Record, SecretField, Timestamp, Trimmed
 from api.resource import Resource, body
 
 ProviderKind = Literal["openai", "anthropic", "azure_openai", "openai_compatible"]
@@ -42,8 +42,8 @@ class CreateProvider(OrgScoped):
         "https://api.openai.com/v1 and https://api.anthropic.com.",
     )
     api_version: ApiVersion | None = Field(None, description="azure_openai only; default 2024-10-21.")
-    api_key: ProviderApiKey | None = Field(
-        None, repr=False, description="Write-only; stored encrypted. Optional for openai_compatible."
+    api_key: ProviderApiKey | None = SecretField(
+        None, description="Write-only; stored encrypted. Optional for openai_compatible."
     )
     models: list[ModelName] = Field(default_factory=list, max_length=MAX_MODELS)
     default_model: ModelName | None = Field(
@@ -57,7 +57,7 @@ class UpdateProvider(OrgScoped):
     name: Patch[Name] = None
     base_url: Patch[BaseUrl] = None
     api_version: Patch[ApiVersion] = None
-    api_key: ProviderApiKey | None = Field(None, repr=False)
+    api_key: ProviderApiKey | None = SecretField(None)
     models: Patch[Annotated[list[ModelName], Field(max_length=MAX_MODELS)]] = None
     default_model: Patch[ModelName] = None
 

@@ -16,12 +16,13 @@ from api.common import ErrorBody
 from service import __version__, logredact
 from service.bodylimit import BodyLimitMiddleware
 from service.db import Database
-from service.deps import key_requirement
+from service.deps import PUBLIC_READ, least_role
 from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.inputguard import InputGuardMiddleware
 from service.notifications.query import LOG_QUERY_LISTS
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
+from service.requestid import RequestIdMiddleware
 from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
 from service.worker import start_in_thread
@@ -68,6 +69,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestIdMiddleware)
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 
@@ -134,7 +136,7 @@ _KEY_REQUIREMENTS = [{"ApiKey": []}, {"Bearer": []}]
 _ERRORS = {
     "400": "Invalid input; `message` and `details` name the field",
     "401": "Missing, malformed, unknown or revoked key",
-    "403": "The key's organization is not the one the request names",
+    "403": "The key's organization is not the one the request names, or its role is below the least role",
     "404": "A resource the request names does not exist in the key's organization",
     "413": "The request body is larger than the service accepts",
     "429": "Rate limited; see Retry-After",
@@ -144,15 +146,17 @@ _ERRORS = {
 def _document_operation(operation: dict[str, Any], route: RouteContext) -> None:
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
-    key = key_requirement(route.dependant)
-    if key == "required":
-        operation["security"] = _KEY_REQUIREMENTS
-    elif key == "optional":
+    role = least_role(route.dependant)
+    if role is None:
+        operation["security"] = []
+    elif role == PUBLIC_READ:
         operation["security"] = [{}, *_KEY_REQUIREMENTS]
     else:
-        operation["security"] = []
+        operation["security"] = _KEY_REQUIREMENTS
+        operation["x-least-role"] = role
+        operation["description"] = f"{operation.get('description', '')}\n\nLeast role: **{role}**.".strip()
     statuses = ["400"]
-    if key is not None:
+    if role is not None:
         statuses += ["401", "403", "404"]
     if "requestBody" in operation:
         statuses.append("413")

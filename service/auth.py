@@ -15,6 +15,12 @@ class Caller:
     org_name: str
     key_id: str
     key_name: str
+    # What the key may do now: its own role, lowered to its member's current one.
+    role: str
+    key_role: str
+    member_id: str | None = None
+    member_email: str | None = None
+    member_name: str | None = None
 
     def org_id_for(self, org_slug: str) -> str:
         """The organization id when `org_slug` is the caller's own, else 403."""

@@ -90,7 +90,9 @@ def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
     db = _database(settings)
     upgrade(db)
     try:
-        org_slug, key = create_org_with_key(db, slug=args.slug, name=args.name, key_name=args.key_name)
+        org_slug, key = create_org_with_key(
+            db, slug=args.slug, name=args.name, key_name=args.key_name, admin_email=args.email
+        )
     except ServiceError as exc:
         print(f"error: {exc.message}", file=sys.stderr)
         return 1
@@ -158,6 +160,9 @@ def build_parser() -> argparse.ArgumentParser:
     create_org.add_argument("slug", help="the organization's slug (lowercase letters, digits, hyphens)")
     create_org.add_argument("--name", help="display name (default: the slug)")
     create_org.add_argument("--key-name", default="admin", help="name of the first key (default: admin)")
+    create_org.add_argument(
+        "--email", help="the first member, an admin, who owns the key (without it: an admin service key)"
+    )
     create_org.set_defaults(handler=cmd_create_org)
 
     rotate = commands.add_parser(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, Query, Request
 from fastapi.concurrency import contextmanager_in_threadpool
@@ -11,10 +11,11 @@ from fastapi.dependencies.models import Dependant
 from sqlalchemy.orm import Session
 
 from api.common import MAX_INT32, MAX_PAGE_SIZE, OrgSlug
+from api.members import role_at_least
 from service.api_keys.service import needs_last_used_update, resolve_key, touch_key
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
-from service.errors import Unauthorized
+from service.errors import InsufficientRole, Unauthorized
 from service.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -44,11 +45,21 @@ DbSession = Annotated[Session, Depends(_session, scope="function")]
 AppSettings = Annotated[Settings, Depends(_settings)]
 
 
-def _caller(request: Request, session: DbSession, background: BackgroundTasks) -> Caller:
-    key = presented_key(request.headers)
-    if key is None:
-        raise Unauthorized(MISSING_KEY_MESSAGE)
-    return _caller_with_key(request, session, background, key)
+class RoleCheck:
+    """The dependency a route declares its least role with (`caller: Operator`): the caller's key,
+    checked on every request against its member's current role, so a change applies at once."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    def __call__(self, request: Request, session: DbSession, background: BackgroundTasks) -> Caller:
+        key = presented_key(request.headers)
+        if key is None:
+            raise Unauthorized(MISSING_KEY_MESSAGE)
+        caller = _caller_with_key(request, session, background, key)
+        if not role_at_least(caller.role, self.role):
+            raise InsufficientRole(needed=self.role, held=caller.role)
+        return caller
 
 
 def _optional_caller(request: Request, session: DbSession, background: BackgroundTasks) -> Caller | None:
@@ -62,13 +73,21 @@ def _caller_with_key(request: Request, session: Session, background: BackgroundT
     if needs_last_used_update(record):
         # After the response, in a transaction of its own: never holds up or deadlocks the request's.
         background.add_task(_touch, _database(request), record.id)
-    return Caller(
+    member = record.member
+    caller = Caller(
         org_id=record.org_id,
         org_slug=record.org.slug,
         org_name=record.org.name,
         key_id=record.id,
         key_name=record.name,
+        role=record.effective_role,
+        key_role=record.role,
+        member_id=member.id if member else None,
+        member_email=member.email if member else None,
+        member_name=member.name if member else None,
     )
+    request.state.caller = caller  # for the audit trail
+    return caller
 
 
 def _touch(db: Database, key_id: str) -> None:
@@ -76,20 +95,26 @@ def _touch(db: Database, key_id: str) -> None:
         touch_key(writer, key_id=key_id)
 
 
-def key_requirement(dependant: Dependant) -> Literal["required", "optional"] | None:
-    """Whether a route needs a key, takes one if given (public reads), or never looks at one."""
-    calls = set()
+def least_role(dependant: Dependant) -> str | None:
+    """The role a route declares (through its RoleCheck), or None for a route open to anyone."""
     pending = [dependant]
     while pending:
         current = pending.pop()
-        calls.add(current.call)
+        if isinstance(current.call, RoleCheck):
+            return current.call.role
+        if current.call is _optional_caller:
+            return PUBLIC_READ
         pending.extend(current.dependencies)
-    if _caller in calls:
-        return "required"
-    return "optional" if _optional_caller in calls else None
+    return None
 
 
-CurrentCaller = Annotated[Caller, Depends(_caller)]
+# The roles a route can declare, one per route: `caller: Operator`.
+Viewer = Annotated[Caller, Depends(RoleCheck("viewer"))]
+Author = Annotated[Caller, Depends(RoleCheck("author"))]
+Operator = Annotated[Caller, Depends(RoleCheck("operator"))]
+Admin = Annotated[Caller, Depends(RoleCheck("admin"))]
+# Public registry reads: anyone, or a key of any role (an invalid key is still 401).
+PUBLIC_READ = "public"
 OptionalCaller = Annotated[Caller | None, Depends(_optional_caller)]
 
 OrgSlugQuery = Annotated[OrgSlug, Query(alias="orgSlug", description="The organization the request acts on.")]

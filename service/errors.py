@@ -56,6 +56,14 @@ class Forbidden(ServiceError):
     code = "forbidden"
 
 
+class InsufficientRole(Forbidden):
+    code = "insufficient_role"
+
+    def __init__(self, *, needed: str, held: str, action: str = "This action") -> None:
+        super().__init__(f"{action} needs the {needed} role; this key acts as {held}")
+        self.needed, self.held = needed, held
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"

@@ -2,6 +2,7 @@
 
 from service.agents.models import Agent, AgentTag, AgentVersion
 from service.api_keys.models import ApiKey
+from service.audit.models import AuditEventRow
 from service.db import Base
 from service.deployments.models import (
     AgentDeployment,
@@ -13,6 +14,7 @@ from service.environments.models import Environment, Secret
 from service.events.models import Event
 from service.fleets.models import Fleet, FleetEnvironment
 from service.governance.models import Policy, PolicyVersion
+from service.members.models import MemberRow
 from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
 from service.orgs.models import Organization
 from service.providers.models import ProviderConnection
@@ -30,6 +32,7 @@ __all__ = [
     "AgentTag",
     "AgentVersion",
     "ApiKey",
+    "AuditEventRow",
     "Base",
     "Channel",
     "Delivery",
@@ -41,6 +44,7 @@ __all__ = [
     "Event",
     "Fleet",
     "FleetEnvironment",
+    "MemberRow",
     "Organization",
     "Policy",
     "PolicyVersion",

@@ -5,22 +5,24 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
-from api.system import Caller, Health
+from api.system import Caller, CallerMember, Health
 from service import __version__
 from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
+from service.audit.recording import AuditedRoute
 from service.deployments.routes import router as deployments_router
-from service.deps import CurrentCaller
+from service.deps import Viewer
 from service.environments.routes import router as environments_router
 from service.fleets.routes import router as fleets_router
 from service.governance.routes import router as governance_router
+from service.members.routes import router as members_router
 from service.notifications.routes import router as notifications_router
 from service.providers.routes import router as providers_router
 from service.registries.routes import router as registries_router
 from service.tools.routes import deployments_router as tool_deployments_router
 from service.tools.routes import router as tools_router
 
-system_router = APIRouter(tags=["Service"])
+system_router = APIRouter(route_class=AuditedRoute, tags=["Service"])
 
 
 # Health is polled by every load balancer and monitor: its two possible answers are rendered once.
@@ -50,10 +52,21 @@ async def health(request: Request) -> Response:
 
 
 @system_router.get("/whoami", response_model=Caller)
-def whoami(caller: CurrentCaller) -> Caller:
-    """The organization and key the presented API key stands for."""
+def whoami(caller: Viewer) -> Caller:
+    """The organization, key and member the presented API key stands for, and its role now."""
+    member = (
+        CallerMember(id=caller.member_id, email=caller.member_email, name=caller.member_name)
+        if caller.member_id
+        else None
+    )
     return Caller(
-        org_slug=caller.org_slug, org_name=caller.org_name, key_id=caller.key_id, key_name=caller.key_name
+        org_slug=caller.org_slug,
+        org_name=caller.org_name,
+        key_id=caller.key_id,
+        key_name=caller.key_name,
+        role=caller.role,
+        key_role=caller.key_role,
+        member=member,
     )
 
 
@@ -64,6 +77,7 @@ API_PREFIX = "/api"
 API_ROUTERS = (
     system_router,
     api_keys_router,
+    members_router,
     registries_router,
     environments_router,
     tools_router,

@@ -19,7 +19,7 @@ def test_create_returns_the_value_once_and_listing_never_does(client, http, org)
     assert listing.status_code == 200
     assert created.key not in listing.text
     item = next(i for i in listing.json()["items"] if i["id"] == created.id)
-    assert set(item) == {"id", "name", "prefix", "createdAt", "lastUsedAt", "revokedAt"}
+    assert set(item) == {"id", "name", "prefix", "role", "member", "createdAt", "lastUsedAt", "revokedAt"}
     assert item["createdAt"].endswith("Z")
     assert item["id"].startswith("key_")
 

@@ -9,7 +9,8 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, ListAgents, UpdateAgent
 from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, OrgScoped, Page
 from service.agents import service
-from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.audit.recording import AuditedRoute
+from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
 
 
 class StableKeySegment(StringConvertor):
@@ -26,13 +27,13 @@ class StableKeySegment(StringConvertor):
 
 register_url_convertor("stable_key", StableKeySegment())
 
-router = APIRouter(prefix="/agents", tags=["Agents"])
+router = APIRouter(route_class=AuditedRoute, prefix="/agents", tags=["Agents"])
 AGENT = "/{stableKey:stable_key}"
 StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's stableKey.")]
 
 
 @router.post("", response_model=Agent)
-def create_agent(body: CreateAgent, caller: CurrentCaller, session: DbSession) -> Agent:
+def create_agent(body: CreateAgent, caller: Author, session: DbSession) -> Agent:
     """Create an agent with a draft and no versions. The stableKey is the agent's id for good."""
     agent = service.create_agent(
         session,
@@ -49,7 +50,7 @@ def create_agent(body: CreateAgent, caller: CurrentCaller, session: DbSession) -
 
 
 @router.post("/list", response_model=Page[Agent])
-def list_agents(body: ListAgents, caller: CurrentCaller, session: DbSession) -> Page[Agent]:
+def list_agents(body: ListAgents, caller: Viewer, session: DbSession) -> Page[Agent]:
     """Active agents matching every filter given, ordered by stableKey."""
     agents, total = service.list_agents(
         session,
@@ -66,17 +67,13 @@ def list_agents(body: ListAgents, caller: CurrentCaller, session: DbSession) -> 
 
 
 @router.get(AGENT, response_model=Agent)
-def get_agent(
-    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> Agent:
+def get_agent(stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Agent:
     agent = service.get_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
     return Agent.model_validate(agent)
 
 
 @router.patch(AGENT, response_model=Agent)
-def update_agent(
-    stable_key: StableKeyPath, body: UpdateAgent, caller: CurrentCaller, session: DbSession
-) -> Agent:
+def update_agent(stable_key: StableKeyPath, body: UpdateAgent, caller: Author, session: DbSession) -> Agent:
     """Configure the draft: only the fields sent change; `fleetId: null` takes the agent out of its fleet."""
     agent = service.update_agent(
         session,
@@ -89,7 +86,7 @@ def update_agent(
 
 @router.delete(AGENT, response_model=Agent)
 def archive_agent(
-    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Author, session: DbSession
 ) -> Agent:
     """Archive the agent and its versions: they vanish from reads, and the stableKey stays taken."""
     agent = service.archive_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
@@ -98,7 +95,7 @@ def archive_agent(
 
 @router.post(AGENT + "/versions", response_model=AgentVersion)
 def create_version(
-    stable_key: StableKeyPath, body: OrgScoped, caller: CurrentCaller, session: DbSession
+    stable_key: StableKeyPath, body: OrgScoped, caller: Author, session: DbSession
 ) -> AgentVersion:
     """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""
     version = service.snapshot_agent(session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key)
@@ -109,7 +106,7 @@ def create_version(
 def list_versions(
     stable_key: StableKeyPath,
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
@@ -127,7 +124,7 @@ def get_version(
     stable_key: StableKeyPath,
     version: Annotated[int, Path(ge=1, le=MAX_INT32, description="The version number, from 1.")],
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
 ) -> AgentVersion:
     found = service.get_version(

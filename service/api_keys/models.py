@@ -5,8 +5,10 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from api.members import lower_role
 from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
+from service.members.models import MemberRow
 from service.orgs.models import Organization
 
 
@@ -23,5 +25,14 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The most the key may do; a personal key never does more than its member's current role.
+    role: Mapped[str] = mapped_column(String(20), default="admin")
+    # The member it belongs to (a personal key), or none (a service key).
+    member_id: Mapped[str | None] = mapped_column(ForeignKey("members.id"), index=True)
 
     org: Mapped[Organization] = relationship(lazy="joined")
+    member: Mapped[MemberRow | None] = relationship(lazy="joined")
+
+    @property
+    def effective_role(self) -> str:
+        return self.role if self.member is None else lower_role(self.role, self.member.role)

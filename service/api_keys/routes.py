@@ -5,31 +5,31 @@ from fastapi import APIRouter
 from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
 from api.common import Page
 from service.api_keys import service
-from service.deps import CurrentCaller, DbSession, OrgSlugQuery
+from service.audit.recording import AuditedRoute
+from service.deps import DbSession, OrgSlugQuery, Viewer
 
-router = APIRouter(prefix="/api-keys", tags=["API keys"])
+router = APIRouter(route_class=AuditedRoute, prefix="/api-keys", tags=["API keys"])
 
 
 @router.post("", response_model=CreatedApiKey)
-def create_api_key(body: CreateApiKey, caller: CurrentCaller, session: DbSession) -> CreatedApiKey:
-    """Create a key for the organization. Its value is in this answer and nowhere else, ever."""
-    issued = service.create_key(session, org_id=caller.org_id_for(body.org_slug), name=body.name)
+def create_api_key(body: CreateApiKey, caller: Viewer, session: DbSession) -> CreatedApiKey:
+    """Create a key: one's own (up to one's role), or as an admin a member's or a service key. Its
+    value is in this answer and nowhere else, ever."""
+    issued = service.issue_key(session, caller=caller, request=body)
     return CreatedApiKey.model_validate(
         {**ApiKey.model_validate(issued.record).model_dump(), "key": issued.value}
     )
 
 
 @router.get("", response_model=Page[ApiKey])
-def list_api_keys(org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> Page[ApiKey]:
-    """The organization's active keys: name, prefix, creation and last use. Never values."""
+def list_api_keys(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[ApiKey]:
+    """The organization's active keys: name, prefix, role, owner, creation and last use. Never values."""
     keys = service.list_keys(session, org_id=caller.org_id_for(org_slug))
     return Page[ApiKey](items=[ApiKey.model_validate(k) for k in keys], total=len(keys))
 
 
 @router.delete("/{key_id}", response_model=ApiKey)
-def revoke_api_key(key_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> ApiKey:
-    """Revoke a key: immediate and irreversible."""
-    record = service.revoke_key(
-        session, org_id=caller.org_id_for(org_slug), key_id=key_id, caller_key_id=caller.key_id
-    )
+def revoke_api_key(key_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> ApiKey:
+    """Revoke a key (one's own member's, or as an admin any): immediate and irreversible."""
+    record = service.revoke_key(session, caller=caller, org_slug=org_slug, key_id=key_id)
     return ApiKey.model_validate(record)

@@ -8,10 +8,15 @@ from datetime import timedelta
 from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
+from api.api_keys import CreateApiKey
+from api.members import role_at_least
 from service.api_keys.keys import display_prefix, generate_key, hash_key, is_well_formed
 from service.api_keys.models import ApiKey
+from service.auth import Caller
 from service.db import utcnow
-from service.errors import InvalidInput, NotFound, Unauthorized
+from service.errors import InsufficientRole, InvalidInput, NotFound, Unauthorized
+from service.members.models import MemberRow
+from service.members.service import get_active_member
 
 # lastUsedAt is written at most this often per key: a write per request would serialise reads.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -23,12 +28,51 @@ class IssuedKey:
     value: str
 
 
-def create_key(session: Session, *, org_id: str, name: str) -> IssuedKey:
+def create_key(
+    session: Session, *, org_id: str, name: str, role: str, member: MemberRow | None = None
+) -> IssuedKey:
     value = generate_key()
-    record = ApiKey(org_id=org_id, name=name, prefix=display_prefix(value), key_hash=hash_key(value))
+    record = ApiKey(
+        org_id=org_id,
+        name=name,
+        prefix=display_prefix(value),
+        key_hash=hash_key(value),
+        role=role,
+        member_id=member.id if member else None,
+        member=member,
+    )
     session.add(record)
     session.flush()
     return IssuedKey(record=record, value=value)
+
+
+def issue_key(session: Session, *, caller: Caller, request: CreateApiKey) -> IssuedKey:
+    """A key as `caller` may make it: of its own member, or as an admin of any member or none; never
+    above the caller's role, nor above its member's."""
+    org_id = caller.org_id_for(request.org_slug)
+    if request.service and request.member_id:
+        raise InvalidInput(
+            "A service key belongs to no member: send memberId or service, not both", field="service"
+        )
+    member = _owner(session, caller=caller, org_id=org_id, request=request)
+    if (member is None or member.id != caller.member_id) and caller.role != "admin":
+        raise InsufficientRole(needed="admin", held=caller.role, action="Creating a key for someone else")
+    role = request.role or (member.role if member else caller.role)
+    if not role_at_least(caller.role, role):
+        raise InsufficientRole(needed=role, held=caller.role, action=f"Creating a {role} key")
+    if member is not None and not role_at_least(member.role, role):
+        raise InvalidInput(
+            f"A personal key cannot do more than its member: {member.email} is {member.role}", field="role"
+        )
+    return create_key(session, org_id=org_id, name=request.name, role=role, member=member)
+
+
+def _owner(session: Session, *, caller: Caller, org_id: str, request: CreateApiKey) -> MemberRow | None:
+    if request.member_id:
+        return get_active_member(session, org_id=org_id, member_id=request.member_id, field="memberId")
+    if request.service or caller.member_id is None:
+        return None
+    return get_active_member(session, org_id=org_id, member_id=caller.member_id, field="memberId")
 
 
 def list_keys(session: Session, *, org_id: str) -> list[ApiKey]:
@@ -41,12 +85,17 @@ def list_keys(session: Session, *, org_id: str) -> list[ApiKey]:
     return list(session.scalars(query))
 
 
-def revoke_key(session: Session, *, org_id: str, key_id: str, caller_key_id: str) -> ApiKey:
-    """Revoke a key for good. A caller cannot revoke the key it is using (it would lock itself out)."""
+def revoke_key(session: Session, *, caller: Caller, org_slug: str, key_id: str) -> ApiKey:
+    """Revoke a key for good: a key of one's own member, or as an admin any key. A caller cannot
+    revoke the key it is using (it would lock itself out)."""
+    org_id = caller.org_id_for(org_slug)
     record = session.scalar(select(ApiKey).where(ApiKey.id == key_id, ApiKey.org_id == org_id))
     if record is None or record.revoked_at is not None:
         raise NotFound(f"No active API key '{key_id}' in this organization", field="keyId")
-    if record.id == caller_key_id:
+    own = caller.member_id is not None and record.member_id == caller.member_id
+    if not own and caller.role != "admin":
+        raise InsufficientRole(needed="admin", held=caller.role, action="Revoking someone else's key")
+    if record.id == caller.key_id:
         raise InvalidInput(
             "A key cannot revoke itself; revoke it with another key of the organization",
             field="keyId",
@@ -66,6 +115,8 @@ def resolve_key(session: Session, presented: str) -> ApiKey:
         raise Unauthorized("The API key is not valid")
     if record.revoked_at is not None:
         raise Unauthorized("The API key has been revoked")
+    if record.member is not None and not record.member.active:
+        raise Unauthorized("The member this key belongs to has been deactivated")
     return record
 
 

@@ -30,21 +30,24 @@ from api.deployments import (
     SigningKeyRequest,
     StatusMatrix,
 )
+from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deployments import analytics, history, service, states
 from service.deps import (
+    Admin,
     AppSettings,
-    CurrentCaller,
     DbSession,
     EnumListQuery,
     LimitQuery,
     OffsetQuery,
+    Operator,
     OrgSlugQuery,
+    Viewer,
 )
 from service.errors import InvalidInput
 from service.responses import rendered_json
 
-router = APIRouter(tags=["Deployments"])
+router = APIRouter(route_class=AuditedRoute, tags=["Deployments"])
 
 StatusQuery = Annotated[
     list[str], EnumListQuery(JOB_STATUSES, "Job statuses (pending, running, complete, error, partial)")
@@ -62,9 +65,7 @@ JobLimitQuery = Annotated[
 
 
 @router.post("/agents/deployments/preview", response_model=DeploymentPreview)
-def preview_deployment(
-    body: DeploymentRequest, caller: CurrentCaller, session: DbSession
-) -> DeploymentPreview:
+def preview_deployment(body: DeploymentRequest, caller: Viewer, session: DbSession) -> DeploymentPreview:
     """What deploying would change in the environment, agent by agent and field by field. Writes nothing."""
     environment, planned = service.plan_deployment(
         session, org_id=caller.org_id_for(body.org_slug), request=body
@@ -84,7 +85,7 @@ def preview_deployment(
 
 
 @router.post("/agents/deployments", response_model=DeploymentJob)
-def deploy(body: DeploymentRequest, caller: CurrentCaller, session: DbSession) -> DeploymentJob:
+def deploy(body: DeploymentRequest, caller: Operator, session: DbSession) -> DeploymentJob:
     """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
     job = service.create_job(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return DeploymentJob.model_validate(job)
@@ -92,7 +93,7 @@ def deploy(body: DeploymentRequest, caller: CurrentCaller, session: DbSession) -
 
 @router.post("/agents/deployments/signing-key", response_model=SigningKey)
 def create_signing_key(
-    body: SigningKeyRequest, caller: CurrentCaller, session: DbSession, settings: AppSettings
+    body: SigningKeyRequest, caller: Operator, session: DbSession, settings: AppSettings
 ) -> SigningKey:
     """Create or replace the key a webhook environment verifies manifests with; shown only in this answer."""
     key, value = service.create_signing_key(
@@ -108,7 +109,7 @@ def create_signing_key(
 def deploy_fleet(
     fleet_id: Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")],
     body: FleetDeploymentRequest,
-    caller: CurrentCaller,
+    caller: Operator,
     session: DbSession,
 ) -> DeploymentJob:
     """One job deploying every agent of the fleet, each its latest version."""
@@ -125,7 +126,7 @@ def deploy_fleet(
 @router.get("/agents/deployment-jobs", response_model=Page[DeploymentJob])
 def list_jobs(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     environment_id: Annotated[str | None, Query(alias="environmentId", min_length=1, max_length=40)] = None,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
@@ -151,7 +152,7 @@ def list_jobs(
 def get_job(
     job_id: Annotated[str, Path(alias="jobId", description="The job's id (job_…).")],
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
 ) -> DeploymentJob:
     """One job with each agent's result."""
@@ -173,7 +174,7 @@ EnvironmentFilter = Annotated[
 @router.get("/agents/deployments/heatmap", response_model=Heatmap)
 def deployment_heatmap(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     group_by: Annotated[HeatmapGroupBy, Query(alias="groupBy")] = "environment",
     bucket: Annotated[HeatmapBucket, Query(description="Columns of groupBy=environment.")] = "day",
@@ -200,7 +201,7 @@ def deployment_heatmap(
 @router.get("/agents/deployments/metrics", response_model=DeploymentMetrics)
 def deployment_metrics(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     period: MetricsPeriod = "week",
     start: StartQuery = None,
@@ -227,7 +228,7 @@ AgentFilter = Annotated[
 @router.get("/agents/deployments/history", response_model=Page[HistoryEntry])
 def deployment_history(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     agent: AgentFilter = None,
     environment_id: EnvironmentFilter = None,
@@ -257,7 +258,7 @@ def deployment_history(
 @router.get("/agents/deployments/status", response_model=StatusMatrix)
 def deployment_status(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     environment_id: EnvironmentFilter = None,
     agent: AgentFilter = None,
@@ -288,9 +289,7 @@ def deployment_status(
 
 
 @router.get("/agents/deployments/settings", response_model=DeploymentSettings)
-def deployment_settings(
-    org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> DeploymentSettings:
+def deployment_settings(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> DeploymentSettings:
     """The organization's deployment settings (defaults until set)."""
     days = states.get_stale_after_days(session, org_id=caller.org_id_for(org_slug))
     return DeploymentSettings(stale_after_days=days)
@@ -298,7 +297,7 @@ def deployment_settings(
 
 @router.put("/agents/deployments/settings", response_model=DeploymentSettings)
 def update_deployment_settings(
-    body: DeploymentSettingsUpdate, caller: CurrentCaller, session: DbSession
+    body: DeploymentSettingsUpdate, caller: Admin, session: DbSession
 ) -> DeploymentSettings:
     """Set the stale threshold; every pair of the organization is re-evaluated under it at once."""
     days = states.update_settings(

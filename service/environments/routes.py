@@ -16,18 +16,19 @@ from api.environments import (
     SetSecret,
     UpdateEnvironment,
 )
+from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
-from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
 from service.environments.models import Environment as EnvironmentRow
 
-router = APIRouter(prefix="/environments", tags=["Environments and secrets"])
+router = APIRouter(route_class=AuditedRoute, prefix="/environments", tags=["Environments and secrets"])
 
 # The fixed paths (/secrets, /list) are declared before /{environment_id} so that it never captures them.
 
 
 @router.post("/secrets", response_model=Secret)
-def set_secret(body: SetSecret, caller: CurrentCaller, session: DbSession, settings: AppSettings) -> Secret:
+def set_secret(body: SetSecret, caller: Operator, session: DbSession, settings: AppSettings) -> Secret:
     """Store a secret, encrypted; writing an existing name in the same scope rotates it (new version).
 
     The value is never returned, here or anywhere else.
@@ -46,7 +47,7 @@ def set_secret(body: SetSecret, caller: CurrentCaller, session: DbSession, setti
 @router.get("/secrets", response_model=Page[Secret])
 def list_secrets(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     environment_id: str | None = Query(None, alias="environmentId", description="Only this environment's."),
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
@@ -62,15 +63,13 @@ def list_secrets(
 
 
 @router.delete("/secrets/{secret_id}", response_model=Secret)
-def delete_secret(
-    secret_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> Secret:
+def delete_secret(secret_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession) -> Secret:
     secret = service.delete_secret(session, org_id=caller.org_id_for(org_slug), secret_id=secret_id)
     return Secret.model_validate(secret)
 
 
 @router.post("", response_model=Environment)
-def create_environment(body: CreateEnvironment, caller: CurrentCaller, session: DbSession) -> Environment:
+def create_environment(body: CreateEnvironment, caller: Operator, session: DbSession) -> Environment:
     environment = service.create_environment(
         session,
         org_id=caller.org_id_for(body.org_slug),
@@ -83,7 +82,7 @@ def create_environment(body: CreateEnvironment, caller: CurrentCaller, session: 
 
 
 @router.post("/list", response_model=Page[Environment])
-def list_environments(body: ListEnvironments, caller: CurrentCaller, session: DbSession) -> Page[Environment]:
+def list_environments(body: ListEnvironments, caller: Viewer, session: DbSession) -> Page[Environment]:
     """The organization's environments by name, each with its secret count and newest job."""
     environments, total = service.list_environments(
         session,
@@ -104,7 +103,7 @@ def list_environments(body: ListEnvironments, caller: CurrentCaller, session: Db
 
 @router.get("/{environment_id}", response_model=Environment)
 def get_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    environment_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
 ) -> Environment:
     environment = service.get_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
@@ -114,7 +113,7 @@ def get_environment(
 
 @router.patch("/{environment_id}", response_model=Environment)
 def update_environment(
-    environment_id: str, body: UpdateEnvironment, caller: CurrentCaller, session: DbSession
+    environment_id: str, body: UpdateEnvironment, caller: Operator, session: DbSession
 ) -> Environment:
     """Change any of name, description, target and webhookUrl."""
     environment = service.update_environment(
@@ -128,7 +127,7 @@ def update_environment(
 
 @router.delete("/{environment_id}", response_model=Environment)
 def delete_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    environment_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
 ) -> Environment:
     """Delete an environment with its secrets, tool deployment records and jobs; refused (400
     `in_use`) while agents are deployed there."""

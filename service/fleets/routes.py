@@ -6,16 +6,17 @@ from fastapi import APIRouter, Path
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.fleets import CreateFleet, Fleet, FleetDetail, UpdateFleet
-from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.audit.recording import AuditedRoute
+from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.fleets import service
 
-router = APIRouter(prefix="/fleets", tags=["Fleets"])
+router = APIRouter(route_class=AuditedRoute, prefix="/fleets", tags=["Fleets"])
 FleetIdPath = Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")]
 FLEET = "/{fleetId}"
 
 
 @router.post("", response_model=FleetDetail)
-def create_fleet(body: CreateFleet, caller: CurrentCaller, session: DbSession) -> FleetDetail:
+def create_fleet(body: CreateFleet, caller: Operator, session: DbSession) -> FleetDetail:
     """Create a fleet; agents join it through their `fleetId`."""
     fleet = service.create_fleet(
         session,
@@ -30,7 +31,7 @@ def create_fleet(body: CreateFleet, caller: CurrentCaller, session: DbSession) -
 @router.get("", response_model=Page[Fleet])
 def list_fleets(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
@@ -46,7 +47,7 @@ def list_fleets(
 
 @router.get(FLEET, response_model=FleetDetail)
 def get_fleet(
-    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
 ) -> FleetDetail:
     """A fleet with its agents (stableKey, name, provider) and environments."""
     fleet = service.get_fleet(session, org_id=caller.org_id_for(org_slug), fleet_id=fleet_id)
@@ -55,7 +56,7 @@ def get_fleet(
 
 @router.patch(FLEET, response_model=FleetDetail)
 def update_fleet(
-    fleet_id: FleetIdPath, body: UpdateFleet, caller: CurrentCaller, session: DbSession
+    fleet_id: FleetIdPath, body: UpdateFleet, caller: Operator, session: DbSession
 ) -> FleetDetail:
     """Rename, describe, or replace the set of environments; only the fields sent change."""
     fleet = service.update_fleet(
@@ -69,7 +70,7 @@ def update_fleet(
 
 @router.delete(FLEET, response_model=Fleet)
 def delete_fleet(
-    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
 ) -> Fleet:
     """Delete the fleet. Its agents keep existing, outside any fleet."""
     fleet = service.delete_fleet(session, org_id=caller.org_id_for(org_slug), fleet_id=fleet_id)

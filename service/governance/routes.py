@@ -15,11 +15,12 @@ from api.governance import (
     Severity,
     UpdatePolicy,
 )
+from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
-from service.deps import AppSettings, CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.deps import AppSettings, Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
 from service.governance import service
 
-router = APIRouter(prefix="/governance/policies", tags=["Governance"])
+router = APIRouter(route_class=AuditedRoute, prefix="/governance/policies", tags=["Governance"])
 
 
 @router.post(
@@ -31,7 +32,7 @@ router = APIRouter(prefix="/governance/policies", tags=["Governance"])
     },
 )
 def generate_policy_prompt(
-    body: GeneratePolicyPrompt, caller: CurrentCaller, session: DbSession, settings: AppSettings
+    body: GeneratePolicyPrompt, caller: Author, session: DbSession, settings: AppSettings
 ) -> PolicyDraft:
     """Draft rule text from the author's instructions with the chosen model; nothing is saved.
 
@@ -52,7 +53,7 @@ def generate_policy_prompt(
 
 
 @router.post("", response_model=PolicyWithVersions)
-def create_policy(body: CreatePolicy, caller: CurrentCaller, session: DbSession) -> PolicyWithVersions:
+def create_policy(body: CreatePolicy, caller: Author, session: DbSession) -> PolicyWithVersions:
     """Save a policy (typically a reviewed draft) as version 1."""
     policy = service.create_policy(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return PolicyWithVersions.model_validate(policy)
@@ -61,7 +62,7 @@ def create_policy(body: CreatePolicy, caller: CurrentCaller, session: DbSession)
 @router.get("", response_model=Page[Policy])
 def list_policies(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     category: Annotated[Category | None, Query()] = None,
     severity: Annotated[Severity | None, Query()] = None,
@@ -84,7 +85,7 @@ def list_policies(
 
 @router.get("/{policy_id}", response_model=PolicyWithVersions)
 def get_policy(
-    policy_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    policy_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
 ) -> PolicyWithVersions:
     """A policy with every version of its content, newest first."""
     policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
@@ -93,7 +94,7 @@ def get_policy(
 
 @router.patch("/{policy_id}", response_model=PolicyWithVersions)
 def update_policy(
-    policy_id: str, body: UpdatePolicy, caller: CurrentCaller, session: DbSession
+    policy_id: str, body: UpdatePolicy, caller: Author, session: DbSession
 ) -> PolicyWithVersions:
     """Change the fields given; a change of content is a new version and the previous one is kept."""
     policy = service.update_policy(
@@ -103,9 +104,7 @@ def update_policy(
 
 
 @router.delete("/{policy_id}", response_model=Policy)
-def delete_policy(
-    policy_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> Policy:
+def delete_policy(policy_id: str, org_slug: OrgSlugQuery, caller: Author, session: DbSession) -> Policy:
     """Delete a policy and its versions."""
     policy = service.delete_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
     return Policy.model_validate(policy)

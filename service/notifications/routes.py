@@ -22,18 +22,19 @@ from api.notifications import (
     Subscription,
     Unsubscribe,
 )
+from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
-from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
+from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.notifications import service
 from service.notifications.query import LOGS_QUERY_OPENAPI, QueryEncodingError, log_query_fields
 from service.responses import rendered_json
 
-router = APIRouter(prefix="/notifications", tags=["Notifications"])
+router = APIRouter(route_class=AuditedRoute, prefix="/notifications", tags=["Notifications"])
 
 
 @router.post("/channels", response_model=CreatedChannel)
 def create_channel(
-    body: CreateChannel, caller: CurrentCaller, session: DbSession, settings: AppSettings
+    body: CreateChannel, caller: Operator, session: DbSession, settings: AppSettings
 ) -> CreatedChannel:
     """Create a channel. A webhook channel's `whsec_` signing secret is in this answer only."""
     created = service.create_channel(
@@ -49,25 +50,21 @@ def create_channel(
 
 
 @router.get("/channels", response_model=Page[Channel])
-def list_channels(org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> Page[Channel]:
+def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[Channel]:
     """The organization's channels with their state; never a secret."""
     channels = service.list_channels(session, org_id=caller.org_id_for(org_slug))
     return Page[Channel](items=[Channel.model_validate(c) for c in channels], total=len(channels))
 
 
 @router.delete("/channels/{channel_id}", response_model=Channel)
-def delete_channel(
-    channel_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> Channel:
+def delete_channel(channel_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession) -> Channel:
     """Delete a channel and its subscriptions. Its delivery logs are kept."""
     channel = service.delete_channel(session, org_id=caller.org_id_for(org_slug), channel_id=channel_id)
     return Channel.model_validate(channel)
 
 
 @router.post("/channels/{channel_id}/test", response_model=Delivery)
-def test_channel(
-    channel_id: str, body: ChannelTestRequest, caller: CurrentCaller, session: DbSession
-) -> Delivery:
+def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, session: DbSession) -> Delivery:
     """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
     delivery = service.send_test(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
@@ -83,7 +80,7 @@ def test_channel(
 
 
 @router.post("/subscriptions/subscribe", response_model=Subscription)
-def subscribe(body: Subscribe, caller: CurrentCaller, session: DbSession) -> Subscription:
+def subscribe(body: Subscribe, caller: Operator, session: DbSession) -> Subscription:
     """Subscribe a channel to one event type; subscribing again sets `enabled`."""
     subscription = service.subscribe(
         session,
@@ -96,7 +93,7 @@ def subscribe(body: Subscribe, caller: CurrentCaller, session: DbSession) -> Sub
 
 
 @router.post("/subscriptions/unsubscribe", response_model=Subscription)
-def unsubscribe(body: Unsubscribe, caller: CurrentCaller, session: DbSession) -> Subscription:
+def unsubscribe(body: Unsubscribe, caller: Operator, session: DbSession) -> Subscription:
     """Remove a channel's subscription to one event type; answers with the removed subscription."""
     subscription = service.unsubscribe(
         session,
@@ -110,7 +107,7 @@ def unsubscribe(body: Unsubscribe, caller: CurrentCaller, session: DbSession) ->
 @router.get("/subscriptions", response_model=Page[Subscription])
 def list_subscriptions(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     channel_id: Annotated[str | None, Query(alias="channelId", max_length=40)] = None,
 ) -> Page[Subscription]:
@@ -124,7 +121,7 @@ def list_subscriptions(
 
 
 @router.get("/logs", response_model=Page[LogEntry], openapi_extra=LOGS_QUERY_OPENAPI)
-def list_logs(request: Request, caller: CurrentCaller, session: DbSession) -> Response:
+def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
     query = _parse_log_query(request)
     page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
@@ -144,7 +141,7 @@ def list_logs(request: Request, caller: CurrentCaller, session: DbSession) -> Re
 @router.get("/logs/stats", response_model=LogStats)
 def log_stats(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     days: Annotated[
         int,

@@ -11,16 +11,17 @@ from api.providers import (
     SystemModel,
     UpdateProvider,
 )
+from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
-from service.deps import AppSettings, CurrentCaller, DbSession, OrgSlugQuery
+from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.providers import service
 
-router = APIRouter(prefix="/providers", tags=["LLM providers"])
+router = APIRouter(route_class=AuditedRoute, prefix="/providers", tags=["LLM providers"])
 
 
 @router.post("", response_model=Provider)
 def create_provider(
-    body: CreateProvider, caller: CurrentCaller, session: DbSession, settings: AppSettings
+    body: CreateProvider, caller: Operator, session: DbSession, settings: AppSettings
 ) -> Provider:
     """Connect a language-model provider. The API key is stored encrypted and never returned."""
     record = service.create_provider(
@@ -30,14 +31,14 @@ def create_provider(
 
 
 @router.get("", response_model=Page[Provider])
-def list_providers(org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession) -> Page[Provider]:
+def list_providers(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[Provider]:
     """The organization's provider connections, by name."""
     records = service.list_providers(session, org_id=caller.org_id_for(org_slug))
     return Page[Provider](items=[Provider.model_validate(r) for r in records], total=len(records))
 
 
 @router.get("/system", response_model=Page[SystemModel])
-def list_system_models(caller: CurrentCaller, settings: AppSettings) -> Page[SystemModel]:
+def list_system_models(caller: Viewer, settings: AppSettings) -> Page[SystemModel]:
     """The drafting models every organization may use: the built-in drafter (the default) and the
     operator's (ORGDECK_SYSTEM_MODELS)."""
     models = service.system_models(settings)
@@ -45,16 +46,14 @@ def list_system_models(caller: CurrentCaller, settings: AppSettings) -> Page[Sys
 
 
 @router.get("/{provider_id}", response_model=Provider)
-def get_provider(
-    provider_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
-) -> Provider:
+def get_provider(provider_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Provider:
     record = service.get_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
 
 
 @router.patch("/{provider_id}", response_model=Provider)
 def update_provider(
-    provider_id: str, body: UpdateProvider, caller: CurrentCaller, session: DbSession, settings: AppSettings
+    provider_id: str, body: UpdateProvider, caller: Operator, session: DbSession, settings: AppSettings
 ) -> Provider:
     """Change the fields given; `apiKey` replaces the stored key (null removes it)."""
     record = service.update_provider(
@@ -69,7 +68,7 @@ def update_provider(
 
 @router.delete("/{provider_id}", response_model=Provider)
 def delete_provider(
-    provider_id: str, org_slug: OrgSlugQuery, caller: CurrentCaller, session: DbSession
+    provider_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
 ) -> Provider:
     record = service.delete_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
@@ -79,7 +78,7 @@ def delete_provider(
 def test_provider(
     provider_id: str,
     body: ProviderTestRequest,
-    caller: CurrentCaller,
+    caller: Operator,
     session: DbSession,
     settings: AppSettings,
 ) -> ProviderTestResult:

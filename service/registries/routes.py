@@ -21,12 +21,13 @@ from api.registries import (
     RetrievedArtifact,
     Version,
 )
+from service.audit.recording import AuditedRoute
 from service.caching import ONE_YEAR_SECONDS, cache_control, cached_json
-from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OptionalCaller, OrgSlugQuery
+from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OptionalCaller, OrgSlugQuery, Viewer
 from service.errors import InvalidInput
 from service.registries import service
 
-router = APIRouter(prefix="/registries", tags=["Prompt registries"])
+router = APIRouter(route_class=AuditedRoute, prefix="/registries", tags=["Prompt registries"])
 
 # By label an answer may change at any moment: caches may keep it this briefly.
 LABEL_MAX_AGE_SECONDS = 60
@@ -38,7 +39,7 @@ ArtifactNameQuery = Annotated[ArtifactName, Query(description="The artifact's na
 
 
 @router.post("", response_model=Registry)
-def create_registry(body: CreateRegistry, caller: CurrentCaller, session: DbSession) -> Registry:
+def create_registry(body: CreateRegistry, caller: Author, session: DbSession) -> Registry:
     """Create a registry; its `registryRef` is `<orgSlug>/<name>`. Names of deleted registries stay taken."""
     return service.create_registry(
         session,
@@ -52,7 +53,7 @@ def create_registry(body: CreateRegistry, caller: CurrentCaller, session: DbSess
 @router.get("", response_model=Page[Registry])
 def list_registries(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     include_deleted: Annotated[bool, Query(alias="includeDeleted")] = False,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
@@ -69,19 +70,19 @@ def list_registries(
 
 
 @router.delete("", response_model=Registry)
-def delete_registry(registry_ref: RegistryRefQuery, caller: CurrentCaller, session: DbSession) -> Registry:
+def delete_registry(registry_ref: RegistryRefQuery, caller: Author, session: DbSession) -> Registry:
     """Soft delete: the registry and its artifacts answer 404 until restored; nothing is erased."""
     return service.delete_registry(session, org_id=caller.org_id, ref=registry_ref)
 
 
 @router.post("/restore", response_model=Registry)
-def restore_registry(body: RegistryAddress, caller: CurrentCaller, session: DbSession) -> Registry:
+def restore_registry(body: RegistryAddress, caller: Author, session: DbSession) -> Registry:
     """Bring back a soft-deleted registry with all its artifacts, versions and labels."""
     return service.restore_registry(session, org_id=caller.org_id, ref=body.registry_ref)
 
 
 @router.post("/artifacts", response_model=PublishedArtifact)
-def publish_artifact(body: PublishArtifact, caller: CurrentCaller, session: DbSession) -> PublishedArtifact:
+def publish_artifact(body: PublishArtifact, caller: Author, session: DbSession) -> PublishedArtifact:
     """Publish an immutable version (the next number, or an explicit semantic version)."""
     return service.publish(
         session,
@@ -153,7 +154,7 @@ def retrieve_artifact(
 
 
 @router.post("/artifacts/labels", response_model=ArtifactVersion)
-def move_label(body: MoveLabel, caller: CurrentCaller, session: DbSession) -> ArtifactVersion:
+def move_label(body: MoveLabel, caller: Author, session: DbSession) -> ArtifactVersion:
     """Point a label at a version, taking it off the version that had it. `latest` moves by itself."""
     return service.move_label(
         session,

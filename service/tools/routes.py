@@ -4,18 +4,19 @@ from fastapi import APIRouter, Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
-from service.deps import CurrentCaller, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery
+from service.audit.recording import AuditedRoute
+from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.tools import service
 from service.tools.models import ToolDeploymentRecord
 
-router = APIRouter(prefix="/tools", tags=["Tools"])
+router = APIRouter(route_class=AuditedRoute, prefix="/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
 # router before the agents' own, so that /agents/{stableKey} never captures these paths.
-deployments_router = APIRouter(prefix="/agents", tags=["Tools"])
+deployments_router = APIRouter(route_class=AuditedRoute, prefix="/agents", tags=["Tools"])
 
 
 @router.post("", response_model=Tool)
-def create_tool(body: CreateTool, caller: CurrentCaller, session: DbSession) -> Tool:
+def create_tool(body: CreateTool, caller: Operator, session: DbSession) -> Tool:
     tool = service.create_tool(
         session,
         org_id=caller.org_id_for(body.org_slug),
@@ -30,7 +31,7 @@ def create_tool(body: CreateTool, caller: CurrentCaller, session: DbSession) -> 
 @router.get("", response_model=Page[Tool])
 def list_tools(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
@@ -41,13 +42,13 @@ def list_tools(
 
 
 @router.get("/{tool_id}", response_model=Tool)
-def get_tool(tool_id: str, caller: CurrentCaller, session: DbSession) -> Tool:
+def get_tool(tool_id: str, caller: Viewer, session: DbSession) -> Tool:
     """One tool of the key's organization (another organization's tool is 404)."""
     return Tool.model_validate(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @router.patch("/{tool_id}", response_model=Tool)
-def update_tool(tool_id: str, body: UpdateTool, caller: CurrentCaller, session: DbSession) -> Tool:
+def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: DbSession) -> Tool:
     """Change any of name, description and inputSchema; the toolKey is permanent."""
     tool = service.update_tool(
         session,
@@ -59,14 +60,14 @@ def update_tool(tool_id: str, body: UpdateTool, caller: CurrentCaller, session: 
 
 
 @router.delete("/{tool_id}", response_model=Tool)
-def delete_tool(tool_id: str, caller: CurrentCaller, session: DbSession) -> Tool:
+def delete_tool(tool_id: str, caller: Operator, session: DbSession) -> Tool:
     """Delete a tool; the records of its deployments stay."""
     return Tool.model_validate(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @deployments_router.post("/tool-deployments", response_model=ToolDeployment)
 def record_tool_deployment(
-    body: RecordToolDeployment, caller: CurrentCaller, session: DbSession
+    body: RecordToolDeployment, caller: Operator, session: DbSession
 ) -> ToolDeployment:
     """Create or update the record of a tool in an environment (one per toolKey and environment).
 
@@ -90,7 +91,7 @@ def record_tool_deployment(
 @deployments_router.get("/tool-deployment-records", response_model=Page[ToolDeployment])
 def list_tool_deployments(
     org_slug: OrgSlugQuery,
-    caller: CurrentCaller,
+    caller: Viewer,
     session: DbSession,
     tool_name: str | None = Query(None, alias="toolName", max_length=200),
     tool_key: str | None = Query(None, alias="toolKey", max_length=128),

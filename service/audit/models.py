@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, ForeignKey, Index, String
+from sqlalchemy.orm import Mapped, mapped_column
+
+from service.db import Base, UTCDateTime, utcnow
+from service.ids import new_id
+
+
+class AuditEventRow(Base):
+    """One change, appended in the transaction that made it; nothing updates or deletes it (the
+    database refuses both). Ids are time-ordered, so every page is a seek on (org_id, id)."""
+
+    __tablename__ = "audit_events"
+    __table_args__ = (
+        Index("ix_audit_events_org_id_id", "org_id", "id"),
+        Index("ix_audit_events_org_id_action_id", "org_id", "action", "id"),
+        Index("ix_audit_events_org_id_target", "org_id", "target_type", "target_id", "id"),
+        Index("ix_audit_events_org_id_actor_member", "org_id", "actor_member_id", "id"),
+        Index("ix_audit_events_org_id_actor_key", "org_id", "actor_key_id", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("aud"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id"))
+    occurred_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    actor_key_id: Mapped[str | None] = mapped_column(String(40))
+    actor_key_name: Mapped[str | None] = mapped_column(String(200))
+    actor_member_id: Mapped[str | None] = mapped_column(String(40))
+    actor_member_email: Mapped[str | None] = mapped_column(String(320))
+    action: Mapped[str] = mapped_column(String(100))
+    target_type: Mapped[str | None] = mapped_column(String(40))
+    target_id: Mapped[str | None] = mapped_column(String(200))
+    target_name: Mapped[str | None] = mapped_column(String(300))
+    request_id: Mapped[str | None] = mapped_column(String(128))
+    changes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)

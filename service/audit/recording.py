@@ -1,0 +1,162 @@
+"""Every route that changes something appends one audit event, in the transaction of the change.
+
+Routes are made by AuditedRoute: a route taking POST, PUT, PATCH or DELETE has its function
+wrapped so that, when it returns and its session wrote anything, one event is added to that same
+session before the commit: the actor (the route's `caller`), the action (the operation's id), the
+target (what the route returned: its type, id and name) and the fields the body set, secrets
+redacted. A request that fails writes nothing, its event included; a request that changed nothing
+(a list, a preview, a PATCH equal to what is stored) leaves none.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import json
+import re
+from collections.abc import Callable
+from typing import Any
+
+from fastapi.routing import APIRoute
+from pydantic import BaseModel
+from sqlalchemy import event
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from api.common import Request
+from service.audit.models import AuditEventRow
+from service.auth import Caller
+from service.logredact import redact_urls
+from service.requestid import current_request_id
+
+WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+REDACTED = "[redacted]"
+WROTE = "orgdeck_wrote"
+_WRAPPERS = re.compile(r"^(Created|Published)|(Detail|WithVersions)$")
+
+
+class AuditedRoute(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        if WRITE_METHODS & set(kwargs.get("methods") or ()):
+            endpoint = _audited(endpoint, action=kwargs.get("name") or endpoint.__name__)
+        super().__init__(path, endpoint, **kwargs)
+
+
+def _audited(endpoint: Callable[..., Any], *, action: str) -> Callable[..., Any]:
+    parameters = inspect.signature(endpoint).parameters
+    if not {"caller", "session"} <= parameters.keys():
+        raise TypeError(
+            f"{endpoint.__qualname__} changes state: it must take `caller` and `session` to be audited"
+        )
+    action = _camel(action)
+    if inspect.iscoroutinefunction(endpoint):
+
+        @functools.wraps(endpoint)
+        async def audited_async(**kwargs: Any) -> Any:
+            result = await endpoint(**kwargs)
+            record(kwargs["session"], kwargs["caller"], action, result, kwargs)
+            return result
+
+        return audited_async
+
+    @functools.wraps(endpoint)
+    def audited(**kwargs: Any) -> Any:
+        result = endpoint(**kwargs)
+        record(kwargs["session"], kwargs["caller"], action, result, kwargs)
+        return result
+
+    return audited
+
+
+def record(session: Session, caller: Caller, action: str, result: Any, arguments: dict[str, Any]) -> None:
+    """Add the event for a request that wrote something (nothing otherwise)."""
+    if not session.info.get(WROTE):
+        return
+    target = _as_dict(result)
+    session.add(
+        AuditEventRow(
+            org_id=caller.org_id,
+            actor_key_id=caller.key_id,
+            actor_key_name=caller.key_name,
+            actor_member_id=caller.member_id,
+            actor_member_email=caller.member_email,
+            action=action,
+            target_type=_target_type(result),
+            target_id=_first(target, "id", "stableKey"),
+            target_name=_first(target, "name", "stableKey", "email", "label"),
+            request_id=current_request_id.get(),
+            changes=_changes(arguments),
+        )
+    )
+    session.flush()
+
+
+# A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE.
+@event.listens_for(Session, "after_flush")
+def _flushed(session: Session, _context: Any) -> None:
+    if session.new or session.dirty or session.deleted:
+        session.info[WROTE] = True
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _executed(state: Any) -> None:
+    if state.is_insert or state.is_update or state.is_delete:
+        state.session.info[WROTE] = True
+
+
+def _changes(arguments: dict[str, Any]) -> dict[str, Any]:
+    for value in arguments.values():
+        if isinstance(value, Request):
+            return _redacted(value)
+    return {}
+
+
+def _redacted(body: Request) -> dict[str, Any]:
+    """The fields the body set, in wire names; secret fields hidden, URLs cut to their host."""
+    fields = type(body).model_fields
+    changes: dict[str, Any] = {}
+    for name in sorted(body.model_fields_set - {"org_slug"}):
+        info = fields[name]
+        wire_name = info.alias or name
+        if info.repr is False:
+            changes[wire_name] = REDACTED
+            continue
+        value = getattr(body, name)
+        dumped = value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
+        changes[wire_name] = _without_urls(json.loads(json.dumps(dumped, default=str)))
+    return changes
+
+
+def _without_urls(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact_urls(value)
+    if isinstance(value, dict):
+        return {key: _without_urls(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_without_urls(item) for item in value]
+    return value
+
+
+def _as_dict(result: Any) -> dict[str, Any]:
+    if isinstance(result, BaseModel):
+        return result.model_dump(by_alias=True, include={"id", "name", "stable_key", "email", "label"})
+    if isinstance(result, Response) and result.media_type == "application/json":
+        loaded = json.loads(result.body)
+        return loaded if isinstance(loaded, dict) else {}
+    return {}
+
+
+def _target_type(result: Any) -> str | None:
+    if not isinstance(result, BaseModel):
+        return None
+    name = _WRAPPERS.sub("", type(result).__name__)
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def _first(values: dict[str, Any], *keys: str) -> str | None:
+    return next((str(values[key]) for key in keys if values.get(key) is not None), None)
+
+
+def _camel(name: str) -> str:
+    first, *rest = name.split("_")
+    return first + "".join(word.capitalize() for word in rest)
