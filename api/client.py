@@ -12,11 +12,13 @@ import httpx
 from api import constants
 from api.agents import AgentsResource
 from api.api_keys import ApiKeysResource
+from api.audit import AuditResource
 from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
 from api.fleets import FleetsResource
 from api.governance import PoliciesResource
+from api.members import MembersResource
 from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
 from api.registries import RegistriesResource
@@ -51,6 +53,8 @@ class OrgdeckClient:
             headers={"User-Agent": constants.USER_AGENT},
         )
         self.api_keys = ApiKeysResource(self)
+        self.members = MembersResource(self)
+        self.audit = AuditResource(self)
         self.agents = AgentsResource(self)
         self.fleets = FleetsResource(self)
         self.registries = RegistriesResource(self)

@@ -14,7 +14,16 @@ def new_id(prefix: str, *, at: datetime | None = None) -> str:
     """48 bits of milliseconds (now, or `at` for a record dated in the past) then 80 random bits,
     in 26 base32 characters."""
     seconds = at.timestamp() if at is not None else time.time()
-    value = (int(seconds * 1000) << 80) | secrets.randbits(80)
+    return _encode(prefix, (int(seconds * 1000) << 80) | secrets.randbits(80))
+
+
+def first_id_at(prefix: str, at: datetime) -> str:
+    """The smallest id new_id(prefix) can give at or after `at`: ids sort as their times do, so a
+    time range is an id range, served by the index on the id."""
+    return _encode(prefix, int(at.timestamp() * 1000) << 80)
+
+
+def _encode(prefix: str, value: int) -> str:
     chars = []
     for _ in range(26):
         value, digit = divmod(value, 32)

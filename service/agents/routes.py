@@ -94,7 +94,7 @@ def archive_agent(
 
 
 @router.post(AGENT + "/versions", response_model=AgentVersion)
-def create_version(
+def create_agent_version(
     stable_key: StableKeyPath, body: OrgScoped, caller: Author, session: DbSession
 ) -> AgentVersion:
     """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""

@@ -1,0 +1,224 @@
+"""The audit trail: one event per change, in the change's transaction, with its actor and request.
+
+A walk through the organization's life as people make it (members and keys, agents, registries,
+environments and secrets, deployments, notifications, providers, policies) checks after each
+write that it left exactly one event naming its actor; the walk must reach every operation that
+writes, so a new one without an event, or without a walk step, fails here.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+import pytest
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
+
+from api import OrgdeckClient
+from api.audit import AuditEvent
+from tests.conftest import Org, count_rows
+from tests.test_deployments import wait_for_end
+
+SECRET = "s3cr3t-value-never-audited"
+# Operations that write, reached by no step of the walk, each with the reason.
+NOT_WALKED: dict[str, str] = {}
+
+
+class Walk:
+    """Calls the API as one person and checks each write left exactly one event, theirs."""
+
+    def __init__(self, client: OrgdeckClient, http: httpx.Client, org: Org) -> None:
+        self.client, self.http, self.org = client, http, org
+        self.actions: set[str] = set()
+        self.me = client.whoami()
+
+    def write(self, action: str, call: Callable[[], Any]) -> Any:
+        before = self.events()
+        result = call()
+        new = [e for e in self.events() if e.id not in {b.id for b in before}]
+        assert [e.action for e in new] == [action], (action, [e.action for e in new])
+        event = new[0]
+        assert event.actor.key_id == self.me.key_id
+        assert event.actor.member_id == (self.me.member.id if self.me.member else None)
+        assert event.request_id
+        self.actions.add(action)
+        return result
+
+    def events(self) -> list[AuditEvent]:
+        return self.client.audit.list(limit=1000).items
+
+
+@pytest.fixture
+def walk(server, db, org, http) -> Walk:
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as client:
+        admin = client.members.create("admin@example.com", "Admin", "admin")
+        key = client.api_keys.create("admin-laptop", member_id=admin.id).key
+    return Walk(OrgdeckClient(server.url, key, org_slug=org.slug), http, org)
+
+
+def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
+    c = walk.client
+    member = walk.write("createMember", lambda: c.members.create("dev@example.com", "Dev", "author"))
+    walk.write("updateMember", lambda: c.members.update(member.id, role="operator"))
+    key = walk.write("createApiKey", lambda: c.api_keys.create("dev-key", member_id=member.id))
+    walk.write("revokeApiKey", lambda: c.api_keys.revoke(key.id))
+    walk.write("deactivateMember", lambda: c.members.deactivate(member.id))
+
+    walk.write("createAgent", lambda: c.agents.create("triage", "openai", provider_config={"model": "m"}))
+    walk.write("updateAgent", lambda: c.agents.update("triage", name="Triage"))
+    walk.write("createAgentVersion", lambda: c.agents.snapshot("triage"))
+    walk.write("createAgent", lambda: c.agents.create("old", "openai"))
+    walk.write("archiveAgent", lambda: c.agents.archive("old"))
+
+    environment = walk.write("createEnvironment", lambda: c.environments.create("staging"))
+    walk.write("updateEnvironment", lambda: c.environments.update(environment.id, description="Stage"))
+    secret = walk.write("setSecret", lambda: c.environments.secrets.set("TOKEN", SECRET))
+    walk.write("deleteSecret", lambda: c.environments.secrets.delete(secret.id))
+    spare = walk.write("createEnvironment", lambda: c.environments.create("spare"))
+    walk.write("deleteEnvironment", lambda: c.environments.delete(spare.id))
+    hook = walk.write(
+        "createEnvironment",
+        lambda: c.environments.create("edge", target="webhook", webhook_url="https://hooks.example.com/x"),
+    )
+    walk.write("createSigningKey", lambda: c.deployments.create_signing_key(hook.id))
+
+    fleet = walk.write("createFleet", lambda: c.fleets.create("core", environment_ids=[environment.id]))
+    walk.write("updateFleet", lambda: c.fleets.update(fleet.id, description="Core agents"))
+    job = walk.write("deploy", lambda: c.deployments.deploy(environment.id, ["triage"]))
+    wait_for_end(c, job.id)
+    c.agents.update("triage", fleet_id=fleet.id)
+    walk.actions.add("updateAgent")
+    wait_for_end(c, walk.write("deployFleet", lambda: c.deployments.deploy_fleet(fleet.id)).id)
+    walk.write("deleteFleet", lambda: c.fleets.delete(fleet.id))
+    walk.write("updateDeploymentSettings", lambda: c.deployments.update_settings(stale_after_days=3))
+
+    tool = walk.write("createTool", lambda: c.tools.create("search", "search-v1"))
+    walk.write("updateTool", lambda: c.tools.update(tool.id, description="Finds"))
+    walk.write(
+        "recordToolDeployment",
+        lambda: c.tool_deployments.record(
+            tool_name="search",
+            tool_key="search-v1",
+            environment="staging",
+            provider="mcp",
+            tool_id=tool.id,
+            version="1",
+            hash="h1",
+        ),
+    )
+    walk.write("deleteTool", lambda: c.tools.delete(tool.id))
+
+    walk.write("createRegistry", lambda: c.registries.create("prompts"))
+    ref = f"{walk.org.slug}/prompts"
+    walk.write("publishArtifact", lambda: c.registries.publish(ref, "greeting", "Hello {{name}}"))
+    walk.write("publishArtifact", lambda: c.registries.publish(ref, "greeting", "Hi {{name}}"))
+    walk.write("moveLabel", lambda: c.registries.move_label(ref, "greeting", "production", "1"))
+    walk.write("deleteRegistry", lambda: c.registries.delete(ref))
+    walk.write("restoreRegistry", lambda: c.registries.restore(ref))
+
+    channel = walk.write(
+        "createChannel",
+        lambda: c.notifications.create_channel("hook", "webhook", url="https://hooks.example.com/h"),
+    )
+    walk.write("subscribe", lambda: c.notifications.subscribe(channel.id, "deployment.error"))
+    walk.write("unsubscribe", lambda: c.notifications.unsubscribe(channel.id, "deployment.error"))
+    walk.write("testChannel", lambda: c.notifications.test_channel(channel.id))
+    walk.write("deleteChannel", lambda: c.notifications.delete_channel(channel.id))
+
+    provider = walk.write(
+        "createProvider", lambda: c.providers.create("team", "openai", api_key="sk-" + SECRET)
+    )
+    walk.write("updateProvider", lambda: c.providers.update(provider.id, name="Team"))
+    walk.write("deleteProvider", lambda: c.providers.delete(provider.id))
+
+    policy = walk.write("createPolicy", lambda: c.policies.create("no-secrets", "Never log secrets."))
+    walk.write("updatePolicy", lambda: c.policies.update(policy.id, rule_text="Never log secrets, ever."))
+    walk.write("deletePolicy", lambda: c.policies.delete(policy.id))
+
+    missing = document_writes - walk.actions - NOT_WALKED.keys()
+    assert not missing, f"writes the walk does not reach: {sorted(missing)}"
+
+
+@pytest.fixture
+def document_writes(server) -> set[str]:
+    """The operationIds of every operation that may write (POST, PUT, PATCH, DELETE), less the
+    reads sent as POST (lists, previews, drafting, connection tests)."""
+    document = httpx.get(f"{server.url}/openapi.json").json()
+    reads = {"listAgents", "listEnvironments", "previewDeployment", "generatePolicyPrompt", "testProvider"}
+    return {
+        operation["operationId"]
+        for item in document["paths"].values()
+        for method, operation in item.items()
+        if method in {"post", "put", "patch", "delete"} and operation["operationId"] not in reads
+    }
+
+
+def test_events_hold_no_secret_and_name_what_was_set(walk, database_url):
+    c = walk.client
+    walk.write("setSecret", lambda: c.environments.secrets.set("API_TOKEN", SECRET))
+    walk.write("createProvider", lambda: c.providers.create("p", "openai", api_key="sk-" + SECRET))
+    slack = walk.write(
+        "createChannel",
+        lambda: c.notifications.create_channel(
+            "s", "slack", url=f"https://hooks.slack.com/services/T/B/{SECRET}"
+        ),
+    )
+    assert slack.id
+    events = {e.action: e for e in walk.events()}
+    assert events["setSecret"].changes == {"name": "API_TOKEN", "value": "[redacted]"}
+    assert events["setSecret"].target.type == "secret" and events["setSecret"].target.name == "API_TOKEN"
+    assert events["createProvider"].changes["apiKey"] == "[redacted]"
+    assert events["createChannel"].changes["config"]["url"] == "https://hooks.slack.com/…"
+    assert SECRET not in str([e.model_dump() for e in walk.events()])
+
+
+def test_a_failed_request_and_a_read_leave_no_event(walk, db):
+    before = count_rows(db, "audit_events")
+    c = walk.client
+    with pytest.raises(Exception):  # noqa: B017 (any refusal will do)
+        c.agents.create("Bad Key!", "openai")
+    c.agents.list()
+    c.environments.list()
+    assert count_rows(db, "audit_events") == before
+
+
+def test_an_event_is_never_changed_or_removed(walk, db):
+    walk.write("createAgent", lambda: walk.client.agents.create("kept", "openai"))
+    for statement in ("UPDATE audit_events SET action = 'x'", "DELETE FROM audit_events"):
+        with pytest.raises(DBAPIError), db.session(write=True) as session:
+            session.execute(text(statement))
+    assert any(e.action == "createAgent" for e in walk.events())
+
+
+def test_events_filter_by_actor_action_target_and_page_by_cursor(walk, server, org):
+    c = walk.client
+    for name in ("a1", "a2", "a3"):
+        walk.write("createAgent", lambda name=name: c.agents.create(name, "openai"))
+    by_action = c.audit.list(action="createAgent")
+    assert [e.target.name for e in by_action.items] == ["a3", "a2", "a1"]
+    target = by_action.items[0].target
+    assert [e.action for e in c.audit.list(target_type="agent", target_id=target.id).items] == ["createAgent"]
+    me = walk.me.member
+    assert me is not None
+    assert {e.id for e in c.audit.list(actor=me.email).items} == {
+        e.id for e in c.audit.list(actor=me.id).items
+    }
+    assert c.audit.list(actor="nobody@example.com").items == []
+    first = c.audit.list(limit=2)
+    assert len(first.items) == 2 and first.next_cursor
+    second = c.audit.list(limit=2, cursor=first.next_cursor)
+    assert not {e.id for e in first.items} & {e.id for e in second.items}
+    both = first.items + second.items
+    assert all(newer.id > older.id for newer, older in itertools.pairwise(both))
+
+
+def test_every_answer_carries_a_request_id(http, org):
+    own = http.get("whoami", headers={**org.headers, "X-Request-Id": "ci-run-42.step:7"})
+    assert own.headers["x-request-id"] == "ci-run-42.step:7"
+    made = http.get("whoami", headers={**org.headers, "X-Request-Id": "not valid!"})
+    assert made.headers["x-request-id"].startswith("req_")
+    assert http.get("no-such-route").headers["x-request-id"].startswith("req_")
+    assert http.post("api-keys", content=b"x" * 2_000_000, headers=org.headers).headers["x-request-id"]
