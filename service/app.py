@@ -17,6 +17,8 @@ from service.bodylimit import BodyLimitMiddleware
 from service.db import Database
 from service.errors import install_error_handlers
 from service.health import HealthCheck
+from service.idempotency import middleware as idempotency
+from service.openapi_ids import operation_id
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.routes import API_PREFIX, API_ROUTERS
 from service.settings import Settings
@@ -51,6 +53,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
     app.state.db = db
@@ -59,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    app.add_middleware(idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots)
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
@@ -93,5 +97,6 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
                 "401", {"description": "Missing, malformed, unknown or revoked key", **error}
             )
             responses.setdefault("429", {"description": "Rate limited; see Retry-After", **error})
+    idempotency.document(schema)
     app.openapi_schema = schema
     return schema

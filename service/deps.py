@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator
 from typing import Annotated
 
 from fastapi import BackgroundTasks, Depends, Query, Request
-from fastapi.concurrency import contextmanager_in_threadpool
+from fastapi.concurrency import contextmanager_in_threadpool, run_in_threadpool
 from sqlalchemy.orm import Session
 
 from api.common import MAX_PAGE_SIZE, OrgSlug
@@ -14,6 +14,8 @@ from service.api_keys.service import needs_last_used_update, resolve_key, touch_
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
 from service.errors import Unauthorized
+from service.idempotency.middleware import CLAIM_SCOPE_KEY
+from service.idempotency.service import mark_committed
 from service.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -37,6 +39,9 @@ async def _session(request: Request) -> AsyncIterator[Session]:
     session = _database(request).session(write=request.method not in READ_METHODS)
     async with request.app.state.session_slots, contextmanager_in_threadpool(session) as opened:
         yield opened
+        if (claim := request.scope.get(CLAIM_SCOPE_KEY)) is not None:
+            # An idempotent request's key is marked in the transaction of its work: both or neither.
+            await run_in_threadpool(mark_committed, opened, claim)
 
 
 DbSession = Annotated[Session, Depends(_session, scope="function")]

@@ -13,6 +13,7 @@ from service.environments.models import Environment, Secret
 from service.events.models import Event
 from service.fleets.models import Fleet, FleetEnvironment
 from service.governance.models import Policy, PolicyVersion
+from service.idempotency.models import IdempotencyKey
 from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
 from service.orgs.models import Organization
 from service.providers.models import ProviderConnection
@@ -41,6 +42,7 @@ __all__ = [
     "Event",
     "Fleet",
     "FleetEnvironment",
+    "IdempotencyKey",
     "Organization",
     "Policy",
     "PolicyVersion",

@@ -97,7 +97,7 @@ def archive_agent(
 
 
 @router.post(AGENT + "/versions", response_model=AgentVersion)
-def create_version(
+def create_agent_version(
     stable_key: StableKeyPath, body: OrgScoped, caller: CurrentCaller, session: DbSession
 ) -> AgentVersion:
     """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""
@@ -106,7 +106,7 @@ def create_version(
 
 
 @router.get(AGENT + "/versions", response_model=Page[AgentVersion])
-def list_versions(
+def list_agent_versions(
     stable_key: StableKeyPath,
     org_slug: OrgSlugQuery,
     caller: CurrentCaller,
@@ -123,7 +123,7 @@ def list_versions(
 
 
 @router.get(AGENT + "/versions/{version}", response_model=AgentVersion)
-def get_version(
+def get_agent_version(
     stable_key: StableKeyPath,
     version: Annotated[int, Path(ge=1, description="The version number, from 1.")],
     org_slug: OrgSlugQuery,
