@@ -84,7 +84,7 @@ def login(
     )
 
 
-@cli.command()
+@cli.command(epilog="\b\nExamples:\n  orgdeck whoami\n  ORG=$(orgdeck whoami --json | jq -r .orgSlug)")
 @json_option
 @with_client
 def whoami(client: OrgdeckClient, as_json: bool) -> None:

@@ -296,7 +296,10 @@ def jobs() -> None:
     """Deployment jobs."""
 
 
-@jobs.command(name="show")
+@jobs.command(
+    name="show",
+    epilog="\b\nExamples:\n  orgdeck jobs show job_01j...\n  orgdeck jobs show job_01j... --json | jq -r .status",
+)
 @click.argument("job_id", metavar="ID")
 @json_option
 @with_client
@@ -309,7 +312,10 @@ def show_job(client: OrgdeckClient, job_id: str, as_json: bool) -> None:
         print_job(job)
 
 
-@jobs.command(name="list")
+@jobs.command(
+    name="list",
+    epilog="\b\nExamples:\n  orgdeck jobs list --env production --status error,partial\n  orgdeck jobs list --limit 5 --json",
+)
 @click.option("--env", "environment", metavar="ENV", help="Only jobs of this environment (name or id).")
 @click.option("--status", metavar="S[,S…]", help=f"Only jobs in these states ({', '.join(JOB_STATUSES)}).")
 @click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Jobs to list.")

@@ -1,0 +1,463 @@
+"""Wire models of deployments (preview, jobs, per-agent results) and the client's `deployments` operations.
+
+A deployment deploys each named agent's latest version (or the version `agentVersions` names, to
+roll back) into one environment, with the body's overrides applied. What an agent runs with is its
+*resolved config*: the version's provider, providerConfig merged with `agentProviderConfig`, the
+model, its prompt references, the prompt pin (`promptName` + `version`) and the tool references.
+"""
+
+from __future__ import annotations
+
+from datetime import date
+from typing import Annotated, Any, Literal, get_args
+
+from pydantic import Field, StringConstraints
+
+from api.agents import PromptReferenceName, StableKey
+from api.common import JsonObject, OrgScoped, Page, Record, Timestamp
+from api.constants import IDEMPOTENCY_HEADER
+from api.resource import Resource, body
+
+JobStatus = Literal["pending", "running", "complete", "error", "partial"]
+JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
+FINISHED_JOB_STATUSES = frozenset({"complete", "error", "partial"})
+AgentResultStatus = Literal["pending", "complete", "error"]
+AgentChangeStatus = Literal["added", "changed", "unchanged"]
+ChangeKind = Literal["added", "removed", "changed"]
+
+AgentState = Literal["in_sync", "drifted", "stale", "error", "not_deployed"]
+AGENT_STATES: tuple[str, ...] = get_args(AgentState)
+HeatmapGroupBy = Literal["environment", "agent", "weekday_hour"]
+HeatmapBucket = Literal["day", "week"]
+HeatmapMetric = Literal["count", "failures", "failure_rate"]
+MetricsPeriod = Literal["day", "week", "month"]
+
+DEFAULT_JOB_PAGE_SIZE = 20
+DEFAULT_STALE_AFTER_DAYS = 7
+DEFAULT_STATUS_PAGE_SIZE = 50
+# Analytics cover at most two years per request; the default window is the last 90 days.
+MAX_ANALYTICS_DAYS = 731
+DEFAULT_ANALYTICS_DAYS = 90
+MAX_AGENTS_PER_DEPLOYMENT = 500
+ENVIRONMENT_ID_MAX_LENGTH = 40
+
+EnvironmentId = Annotated[str, StringConstraints(min_length=1, max_length=ENVIRONMENT_ID_MAX_LENGTH)]
+ArtifactVersion = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$")]
+ModelName = Annotated[str, StringConstraints(pattern=r"^\S{1,200}$")]
+ToolRef = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+
+
+class DeploymentRequest(OrgScoped):
+    """What to deploy where. Overrides left out keep the version's own values."""
+
+    environment_id: EnvironmentId
+    agent_stable_keys: list[StableKey] = Field(min_length=1, max_length=MAX_AGENTS_PER_DEPLOYMENT)
+    prompt_name: PromptReferenceName | None = Field(
+        default=None, description="Pins this prompt to `version`; both or neither."
+    )
+    version: ArtifactVersion | None = Field(default=None, description="The pinned prompt's version.")
+    model: ModelName | None = None
+    tool_refs: list[ToolRef] | None = Field(default=None, max_length=100, description="Tool keys of the org.")
+    agent_provider_config: JsonObject | None = Field(
+        default=None, description="Merged over each version's providerConfig, key by key."
+    )
+    agent_versions: dict[StableKey, Annotated[int, Field(ge=1)]] | None = Field(
+        default=None,
+        description="Version to deploy per stableKey (e.g. to roll back); others get their latest.",
+    )
+
+
+class FleetDeploymentRequest(OrgScoped):
+    environment_id: EnvironmentId
+
+
+class FieldChange(Record):
+    """One difference: `field` is `version`, `provider`, `model`, `toolRefs`, or a dotted key under
+    `providerConfig.`, `promptReferences.` or `promptPins.`."""
+
+    field: str
+    kind: ChangeKind
+    before: Any = None
+    after: Any = None
+
+
+class AgentPreview(Record):
+    stable_key: str
+    status: AgentChangeStatus
+    current_version: int | None = Field(default=None, description="The version running there now, if any.")
+    target_version: int
+    changes: list[FieldChange]
+
+
+class DeploymentPreview(Record):
+    environment_id: str
+    has_changes: bool
+    agents: list[AgentPreview]
+
+
+class AgentResult(Record):
+    stable_key: str
+    version: int
+    status: AgentResultStatus
+    error: str | None = None
+
+
+class DeploymentJob(Record):
+    id: str
+    environment_id: str
+    status: JobStatus
+    message: str | None = None
+    attempts: int = Field(description="How many times a worker has started the job.")
+    created_at: Timestamp
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+    lease_expires_at: Timestamp | None = None
+    agents: list[AgentResult]
+
+
+class SigningKeyRequest(OrgScoped):
+    environment_id: EnvironmentId
+
+
+class SigningKey(Record):
+    """The key webhook targets verify deployments with (Standard Webhooks); shown only here, once."""
+
+    environment_id: str
+    secret: str
+    created_at: Timestamp
+
+
+class HistoryEntry(Record):
+    """One agent's part in one job: what was deployed where, and how it went."""
+
+    job_id: str
+    stable_key: str
+    environment_id: str
+    environment_name: str
+    version: int
+    status: AgentResultStatus
+    job_status: JobStatus
+    error: str | None = None
+    created_at: Timestamp
+    finished_at: Timestamp | None = None
+
+
+class EnvironmentRef(Record):
+    id: str
+    name: str
+
+
+class AgentStatus(Record):
+    """One (agent, environment) pair of the status matrix.
+
+    `drift` lists what changed since the running version was deployed (`draft.<field>` for the
+    agent's draft, `tools.<toolKey>` for a referenced tool's deployed hash); `since` is when the pair
+    entered its current state.
+    """
+
+    stable_key: str
+    agent_name: str
+    environment_id: str
+    state: AgentState
+    deployed_version: int | None = None
+    latest_version: int | None = None
+    deployed_at: Timestamp | None = None
+    last_job_id: str | None = None
+    since: Timestamp | None = None
+    drift: list[FieldChange] = []
+    newer: list[FieldChange] = Field(
+        default=[],
+        description="What is newer than what runs: `version`, `promptPins.<name>` (whatever the state).",
+    )
+    error: str | None = None
+
+
+class StatusMatrix(Record):
+    """Every agent of the page by every environment, with the state counts over the whole org."""
+
+    stale_after_days: int
+    environments: list[EnvironmentRef]
+    items: list[AgentStatus]
+    counts: dict[str, int] = Field(description="Pairs per state, over the whole org.")
+    limit: int
+    offset: int
+    total_agents: int
+
+
+class DeploymentSettings(Record):
+    stale_after_days: int = Field(ge=1, le=365)
+
+
+class DeploymentSettingsUpdate(OrgScoped):
+    stale_after_days: int = Field(
+        ge=1, le=365, description="Days a newer version may wait undeployed before the pair is stale."
+    )
+
+
+class HeatmapAxisItem(Record):
+    """A row or column: `id` is what cells refer to, `name` what a person reads."""
+
+    id: str
+    name: str
+
+
+class Heatmap(Record):
+    """A grid: `rows` and `columns` in display order, and three matrices with a list per row and a
+    number per column: jobs (`counts`), failed jobs (`failures`) and the metric asked for
+    (`values`; a failure rate is null where there are no jobs). Dense rather than a list of cells:
+    a year of days by twenty environments is 7,300 cells, and each would repeat its row and column.
+
+    environment: rows are environments, columns are bucket start dates. agent: rows are agents
+    (stableKey), columns environments. weekday_hour: rows `Mon`..`Sun`, columns `00`..`23` (UTC).
+    """
+
+    group_by: HeatmapGroupBy
+    bucket: HeatmapBucket
+    metric: HeatmapMetric
+    start: date
+    end: date
+    rows: list[HeatmapAxisItem]
+    columns: list[HeatmapAxisItem]
+    counts: list[list[int]]
+    failures: list[list[int]]
+    values: list[list[float | None]]
+
+
+class MetricsFigures(Record):
+    """The four delivery metrics over one stretch of time (None where there is nothing to measure)."""
+
+    deployments: int
+    failures: int
+    deployments_per_day: float
+    change_failure_rate: float | None = None
+    median_duration_seconds: float | None = None
+    median_time_to_restore_seconds: float | None = None
+
+
+class MetricsPoint(MetricsFigures):
+    period_start: date
+
+
+class EnvironmentMetrics(MetricsFigures):
+    environment_id: str
+    environment_name: str
+    periods: list[MetricsPoint]
+
+
+class DeploymentMetrics(Record):
+    """Totals, a trend per period, and the same per environment. Time to restore: from a failed
+    (error or partial) job to the next complete job in that environment."""
+
+    period: MetricsPeriod
+    start: date
+    end: date
+    totals: MetricsFigures
+    periods: list[MetricsPoint]
+    environments: list[EnvironmentMetrics]
+
+
+class DeploymentsResource(Resource):
+    def preview(
+        self,
+        environment_id: str,
+        agent_stable_keys: list[str],
+        *,
+        prompt_name: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        tool_refs: list[str] | None = None,
+        agent_provider_config: dict[str, Any] | None = None,
+        agent_versions: dict[str, int] | None = None,
+        org_slug: str | None = None,
+    ) -> DeploymentPreview:
+        """What deploying would change, agent by agent; executes nothing."""
+        payload = body(
+            DeploymentRequest,
+            org_slug=self._org(org_slug),
+            environment_id=environment_id,
+            agent_stable_keys=agent_stable_keys,
+            prompt_name=prompt_name,
+            version=version,
+            model=model,
+            tool_refs=tool_refs,
+            agent_provider_config=agent_provider_config,
+            agent_versions=agent_versions,
+        )
+        answer = self._client.request("POST", "/agents/deployments/preview", json=payload)
+        return DeploymentPreview.model_validate(answer)
+
+    def deploy(
+        self,
+        environment_id: str,
+        agent_stable_keys: list[str],
+        *,
+        prompt_name: str | None = None,
+        version: str | None = None,
+        model: str | None = None,
+        tool_refs: list[str] | None = None,
+        agent_provider_config: dict[str, Any] | None = None,
+        agent_versions: dict[str, int] | None = None,
+        org_slug: str | None = None,
+        idempotency_key: str | None = None,
+    ) -> DeploymentJob:
+        """Create a pending job; a worker runs it. Follow it with `job(id)`.
+
+        Calls with the same `idempotency_key` (e.g. a CI run's id) create one job between them, for a
+        day; without one, each call gets its own key, so only this call's retries are deduplicated.
+        """
+        payload = body(
+            DeploymentRequest,
+            org_slug=self._org(org_slug),
+            environment_id=environment_id,
+            agent_stable_keys=agent_stable_keys,
+            prompt_name=prompt_name,
+            version=version,
+            model=model,
+            tool_refs=tool_refs,
+            agent_provider_config=agent_provider_config,
+            agent_versions=agent_versions,
+        )
+        headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
+        answer = self._client.request("POST", "/agents/deployments", json=payload, headers=headers)
+        return DeploymentJob.model_validate(answer)
+
+    def deploy_fleet(
+        self, fleet_id: str, environment_id: str, *, org_slug: str | None = None
+    ) -> DeploymentJob:
+        """One job deploying every agent of the fleet."""
+        payload = body(FleetDeploymentRequest, org_slug=self._org(org_slug), environment_id=environment_id)
+        answer = self._client.request("POST", f"/fleets/{fleet_id}/deploy", json=payload)
+        return DeploymentJob.model_validate(answer)
+
+    def jobs(
+        self,
+        *,
+        environment_id: str | None = None,
+        status: list[str] | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        org_slug: str | None = None,
+    ) -> Page[DeploymentJob]:
+        """Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next page."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "environmentId": environment_id,
+            "status": ",".join(status) if status else None,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        answer = self._client.request("GET", "/agents/deployment-jobs", params=params)
+        return Page[DeploymentJob].model_validate(answer)
+
+    def job(self, job_id: str, *, org_slug: str | None = None) -> DeploymentJob:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("GET", f"/agents/deployment-jobs/{job_id}", params=params)
+        return DeploymentJob.model_validate(answer)
+
+    def create_signing_key(self, environment_id: str, *, org_slug: str | None = None) -> SigningKey:
+        """Create (or replace) the environment's webhook signing key; its value is shown only now."""
+        payload = body(SigningKeyRequest, org_slug=self._org(org_slug), environment_id=environment_id)
+        answer = self._client.request("POST", "/agents/deployments/signing-key", json=payload)
+        return SigningKey.model_validate(answer)
+
+    def history(
+        self,
+        *,
+        agent: str | None = None,
+        environment_id: str | None = None,
+        status: list[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        org_slug: str | None = None,
+    ) -> Page[HistoryEntry]:
+        """Per-agent deployment results, newest first; `start`/`end` are inclusive UTC days."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "agent": agent,
+            "environmentId": environment_id,
+            "status": ",".join(status) if status else None,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "limit": limit,
+            "offset": offset,
+        }
+        answer = self._client.request("GET", "/agents/deployments/history", params=params)
+        return Page[HistoryEntry].model_validate(answer)
+
+    def status(
+        self,
+        *,
+        environment_id: str | None = None,
+        agent: str | None = None,
+        state: list[str] | None = None,
+        limit: int | None = None,
+        offset: int | None = None,
+        org_slug: str | None = None,
+    ) -> StatusMatrix:
+        """The agent-by-environment status matrix (agents paged by `limit`/`offset`)."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "environmentId": environment_id,
+            "agent": agent,
+            "state": ",".join(state) if state else None,
+            "limit": limit,
+            "offset": offset,
+        }
+        answer = self._client.request("GET", "/agents/deployments/status", params=params)
+        return StatusMatrix.model_validate(answer)
+
+    def heatmap(
+        self,
+        *,
+        group_by: str = "environment",
+        bucket: str = "day",
+        metric: str = "count",
+        start: date | None = None,
+        end: date | None = None,
+        environment_id: str | None = None,
+        org_slug: str | None = None,
+    ) -> Heatmap:
+        params = {
+            "orgSlug": self._org(org_slug),
+            "groupBy": group_by,
+            "bucket": bucket,
+            "metric": metric,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "environmentId": environment_id,
+        }
+        answer = self._client.request("GET", "/agents/deployments/heatmap", params=params)
+        return Heatmap.model_validate(answer)
+
+    def metrics(
+        self,
+        *,
+        period: str = "week",
+        start: date | None = None,
+        end: date | None = None,
+        environment_id: str | None = None,
+        org_slug: str | None = None,
+    ) -> DeploymentMetrics:
+        params = {
+            "orgSlug": self._org(org_slug),
+            "period": period,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
+            "environmentId": environment_id,
+        }
+        answer = self._client.request("GET", "/agents/deployments/metrics", params=params)
+        return DeploymentMetrics.model_validate(answer)
+
+    def settings(self, *, org_slug: str | None = None) -> DeploymentSettings:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("GET", "/agents/deployments/settings", params=params)
+        return DeploymentSettings.model_validate(answer)
+
+    def update_settings(self, *, stale_after_days: int, org_slug: str | None = None) -> DeploymentSettings:
+        payload = body(
+            DeploymentSettingsUpdate, org_slug=self._org(org_slug), stale_after_days=stale_after_days
+        )
+        answer = self._client.request("PUT", "/agents/deployments/settings", json=payload)
+        return DeploymentSettings.model_validate(answer)

@@ -1,0 +1,25 @@
+"""Wire models of events: what happened in an organization, the input of notifications."""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from api.common import Record, Timestamp
+
+EventType = Literal[
+    "agent.stale",
+    "agent.drifted",
+    "agent.error",
+    "deployment.complete",
+    "deployment.error",
+    "deployment.partial",
+]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
+
+
+class Event(Record):
+    id: str
+    type: EventType
+    org_slug: str
+    occurred_at: Timestamp
+    payload: dict[str, Any]
