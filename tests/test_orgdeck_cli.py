@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -338,7 +339,11 @@ def test_policies_draft(orgdeck, api, org):
 
 
 def test_the_installed_command_needs_nothing_but_the_client(server, org, tmp_path):
-    site = tmp_path / "site"
+    # Built from a copy of what `pip install .` reads, so the build leaves nothing in the checkout.
+    source, site = tmp_path / "source", tmp_path / "site"
+    shutil.copytree(ROOT / "api", source / "api", ignore=shutil.ignore_patterns("__pycache__"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy(ROOT / name, source / name)
     installed = subprocess.run(
         [
             sys.executable,
@@ -350,7 +355,7 @@ def test_the_installed_command_needs_nothing_but_the_client(server, org, tmp_pat
             "--no-build-isolation",
             "--target",
             str(site),
-            str(ROOT),
+            str(source),
         ],
         capture_output=True,
         text=True,
