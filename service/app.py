@@ -62,7 +62,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
-    app.add_middleware(idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots)
+    app.add_middleware(
+        idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots, settings=settings
+    )
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

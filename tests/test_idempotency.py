@@ -18,7 +18,7 @@ from api import OrgdeckClient
 from service.db import Database, utcnow
 from service.idempotency.models import IdempotencyKey
 from service.idempotency.service import Claim, IdempotencyKeyInUse, expire_keys, mark_committed
-from tests.conftest import count_rows, wait_for
+from tests.conftest import count_rows, raw_database_contains, wait_for
 from tests.fake_llm import FakeLLM, running_fake_llm
 from tests.test_deployments import versioned_agent
 
@@ -360,3 +360,19 @@ def test_requests_without_the_header_store_nothing(http, org, db):
         "environments", headers=org.headers, json={"orgSlug": org.slug, "name": f"n-{uuid.uuid4().hex[:6]}"}
     )
     assert count_rows(db, "idempotency_keys") == before
+
+
+def test_stored_answers_are_encrypted_and_replay_a_value_shown_once(http, org, db, database_url):
+    body = {"orgSlug": org.slug, "name": "ci"}
+    first = http.post("api-keys", headers=keyed(org, "new-key"), json=body)
+    again = http.post("api-keys", headers=keyed(org, "new-key"), json=body)
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json()["key"] == first.json()["key"]  # the retry gets the key it would have lost
+    assert not raw_database_contains(database_url, first.json()["key"])
+    listed = http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).json()
+    assert sorted(key["name"] for key in listed["items"]) == ["admin", "ci"]
+    # An answer no configured key can open (its key was dropped) is never redone either.
+    set_key(db, org.slug, "new-key", response_body_encrypted="gAAAAA-not-a-token")
+    lost = http.post("api-keys", headers=keyed(org, "new-key"), json=body)
+    assert lost.status_code == 409
+    assert lost.json()["code"] == "idempotency_answer_lost"

@@ -6,6 +6,7 @@ Requests without the header pass straight through: the only cost is looking the 
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from typing import Any
 
 import anyio
@@ -15,6 +16,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api_keys.service import resolve_key
 from service.auth import presented_key
+from service.crypto import Cipher, cipher_for
 from service.db import Database
 from service.errors import ServiceError, Unauthorized, error_response
 from service.idempotency.service import (
@@ -27,6 +29,7 @@ from service.idempotency.service import (
     finish,
     release,
 )
+from service.settings import Settings
 
 METHODS = frozenset({"POST", "PATCH"})
 # Where a request's claim travels to its session (service.deps), which marks it in its transaction.
@@ -36,10 +39,15 @@ REPLAYED_HEADER = (b"idempotent-replayed", b"true")
 
 
 class IdempotencyMiddleware:
-    def __init__(self, app: ASGIApp, db: Database, slots: anyio.Semaphore) -> None:
+    def __init__(self, app: ASGIApp, db: Database, slots: anyio.Semaphore, settings: Settings) -> None:
         self.app = app
         self.db = db
         self.slots = slots
+        self.settings = settings
+
+    @cached_property
+    def cipher(self) -> Cipher:
+        return cipher_for(self.settings)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["method"] not in METHODS:
@@ -88,7 +96,13 @@ class IdempotencyMiddleware:
                 except Unauthorized:
                     return None
                 return claim_key(
-                    session, org_id=org_id, key=key, fingerprint=digest, method=method, path=path
+                    session,
+                    cipher=self.cipher,
+                    org_id=org_id,
+                    key=key,
+                    fingerprint=digest,
+                    method=method,
+                    path=path,
                 )
 
         async with self.slots:
@@ -116,7 +130,7 @@ class IdempotencyMiddleware:
             assert start is not None
             answered = True
             answer = StoredAnswer(start["status"], _stored_headers(start), b"".join(chunks))
-            await self._in_session(lambda session: finish(session, claim, answer))
+            await self._in_session(lambda session: finish(session, claim, answer, self.cipher))
             await send(start)
             await send({"type": "http.response.body", "body": answer.body})
 

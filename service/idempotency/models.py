@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, LargeBinary, String
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, UTCDateTime, utcnow
@@ -14,7 +14,7 @@ class IdempotencyKey(Base):
 
     `state` is `running` while a request holds the key (until `locked_until`), `committed` once that
     request's work has committed (marked in the same transaction) and `done` once its answer is
-    stored. Rows older than a day are removed by the worker.
+    stored (its body encrypted). Rows older than a day are removed by the worker.
     """
 
     __tablename__ = "idempotency_keys"
@@ -32,5 +32,6 @@ class IdempotencyKey(Base):
     locked_until: Mapped[datetime] = mapped_column(UTCDateTime)
     status_code: Mapped[int | None] = mapped_column(Integer)
     response_headers: Mapped[list[Any] | None] = mapped_column(JSON)
-    response_body: Mapped[bytes | None] = mapped_column(LargeBinary)
+    # Encrypted like every secret: an answer may carry one shown only once (a new API key).
+    response_body_encrypted: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -17,6 +17,7 @@ from datetime import timedelta
 from sqlalchemy import delete, select, update
 from sqlalchemy.orm import Session
 
+from service.crypto import Cipher, DecryptionFailed
 from service.db import Database, insert_unless_taken, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKey
@@ -72,7 +73,7 @@ def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
 
 
 def claim_key(
-    session: Session, *, org_id: str, key: str, fingerprint: str, method: str, path: str
+    session: Session, *, cipher: Cipher, org_id: str, key: str, fingerprint: str, method: str, path: str
 ) -> Claim | StoredAnswer:
     """Hold `key` for a new request, or return the answer it already has; 400/409 when it cannot be used."""
     now = utcnow()
@@ -96,9 +97,7 @@ def claim_key(
             field=HEADER,
         )
     if row.state == "done":
-        assert row.status_code is not None and row.response_body is not None
-        headers = [(name, value) for name, value in row.response_headers or []]
-        return StoredAnswer(row.status_code, headers, row.response_body)
+        return _stored_answer(row, cipher)
     if row.locked_until > now:
         raise IdempotencyKeyInUse(
             f"A request with this {HEADER} is still being processed; retry once it has ended", field=HEADER
@@ -114,10 +113,24 @@ def claim_key(
     return Claim(org_id, key, row.claim)
 
 
+def _stored_answer(row: IdempotencyKey, cipher: Cipher) -> StoredAnswer:
+    assert row.status_code is not None and row.response_body_encrypted is not None
+    try:
+        body = cipher.decrypt(row.response_body_encrypted).encode("latin-1")
+    except DecryptionFailed as exc:
+        raise IdempotentAnswerLost(
+            f"The request sent with this {HEADER} was carried out, but its answer was encrypted with a "
+            "key no longer configured; look its result up instead of sending it again",
+            field=HEADER,
+        ) from exc
+    headers = [(name, value) for name, value in row.response_headers or []]
+    return StoredAnswer(row.status_code, headers, body)
+
+
 def _hold(row: IdempotencyKey, *, fingerprint: str, method: str, path: str) -> None:
     row.fingerprint, row.method, row.path = fingerprint, method, path
     row.state, row.claim, row.locked_until = "running", secrets.token_hex(16), utcnow() + LEASE
-    row.status_code = row.response_headers = row.response_body = None
+    row.status_code = row.response_headers = row.response_body_encrypted = None
 
 
 def mark_committed(session: Session, claim: Claim) -> None:
@@ -139,7 +152,7 @@ def mark_committed(session: Session, claim: Claim) -> None:
         )
 
 
-def finish(session: Session, claim: Claim, answer: StoredAnswer) -> None:
+def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher) -> None:
     """Store the request's answer for replay; a 5xx whose work did not commit frees the key instead."""
     row = session.get(IdempotencyKey, (claim.org_id, claim.key), with_for_update=True)
     if row is None or row.claim != claim.token:
@@ -147,8 +160,10 @@ def finish(session: Session, claim: Claim, answer: StoredAnswer) -> None:
     if answer.status >= 500 and row.state == "running":
         session.delete(row)
         return
-    row.state, row.status_code, row.response_body = "done", answer.status, answer.body
+    row.state, row.status_code = "done", answer.status
     row.response_headers = [list(pair) for pair in answer.headers]
+    # Latin-1 maps each byte to one character and back: any body survives the text cipher.
+    row.response_body_encrypted = cipher.encrypt(answer.body.decode("latin-1"))
 
 
 def release(session: Session, claim: Claim) -> None:

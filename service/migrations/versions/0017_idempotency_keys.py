@@ -30,7 +30,7 @@ def upgrade() -> None:
         sa.Column("locked_until", service.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("status_code", sa.Integer(), nullable=True),
         sa.Column("response_headers", sa.JSON(), nullable=True),
-        sa.Column("response_body", sa.LargeBinary(), nullable=True),
+        sa.Column("response_body_encrypted", sa.Text(), nullable=True),
         sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["org_id"],
