@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 import click
+from rich.markup import escape
 
 from api.cli.config import DEFAULT_PROFILE, config_path, load_profile
 from api.cli.output import EXIT_AUTH, EXIT_USAGE, err
@@ -53,7 +54,7 @@ class Connection:
 
 
 def fail(message: str, code: int) -> None:
-    err().print(f"[bold red]Error:[/] {message}", soft_wrap=True, markup=True, highlight=False)
+    err().print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
     raise click.exceptions.Exit(code)
 
 
