@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import json
 import socket
 import threading
 import uuid
@@ -12,13 +13,21 @@ from datetime import timedelta
 
 import httpx
 import pytest
+from cryptography.fernet import Fernet
 from sqlalchemy import select, update
 
 from api import OrgdeckClient
+from service.crypto import Cipher, DecryptionFailed
 from service.db import Database, utcnow
 from service.idempotency.models import IdempotencyKey
-from service.idempotency.service import Claim, IdempotencyKeyInUse, expire_keys, mark_committed
-from tests.conftest import count_rows, raw_database_contains, wait_for
+from service.idempotency.service import (
+    Claim,
+    IdempotencyKeyInUse,
+    expire_keys,
+    mark_committed,
+    rotate_answers,
+)
+from tests.conftest import SESSION_ENCRYPTION_KEY, count_rows, raw_database_contains, wait_for
 from tests.fake_llm import FakeLLM, running_fake_llm
 from tests.test_deployments import versioned_agent
 
@@ -376,3 +385,21 @@ def test_stored_answers_are_encrypted_and_replay_a_value_shown_once(http, org, d
     lost = http.post("api-keys", headers=keyed(org, "new-key"), json=body)
     assert lost.status_code == 409
     assert lost.json()["code"] == "idempotency_answer_lost"
+    with db.session(write=True) as session:  # a value no key opens would stop rotate-secrets
+        session.delete(session.merge(stored_key(db, org.slug, "new-key")))
+
+
+def test_rotate_secrets_re_encrypts_stored_answers(http, org, db):
+    body = {"orgSlug": org.slug, "name": "rotated"}
+    first = http.post("api-keys", headers=keyed(org, "rotate-me"), json=body)
+    new_key = Fernet.generate_key().decode()
+    old, new = Cipher([SESSION_ENCRYPTION_KEY]), Cipher([new_key])
+    with db.session(write=True) as session:
+        assert rotate_answers(session, cipher=Cipher([new_key, SESSION_ENCRYPTION_KEY])) >= 1
+    token = stored_key(db, org.slug, "rotate-me").response_body_encrypted
+    assert json.loads(new.decrypt(token))["key"] == first.json()["key"]
+    with pytest.raises(DecryptionFailed):
+        old.decrypt(token)
+    with db.session(write=True) as session:  # back under the key the running service has
+        rotate_answers(session, cipher=Cipher([SESSION_ENCRYPTION_KEY, new_key]))
+    assert http.post("api-keys", headers=keyed(org, "rotate-me"), json=body).json() == first.json()

@@ -14,10 +14,10 @@ import secrets
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import delete, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from service.crypto import Cipher, DecryptionFailed
+from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
 from service.db import Database, insert_unless_taken, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKey
@@ -176,6 +176,39 @@ def release(session: Session, claim: Claim) -> None:
             IdempotencyKey.state == "running",
         )
     )
+
+
+def rotate_answers(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt every stored answer under the cipher's first key (`rotate-secrets`); return how many.
+
+    Like `reencrypt_column`, for a table keyed by (organization, key): each row is rewritten only if
+    it still holds the ciphertext read.
+    """
+    row_key = tuple_(IdempotencyKey.org_id, IdempotencyKey.key)
+    rewritten = 0
+    last: tuple[str, str] = ("", "")
+    while True:
+        batch = session.execute(
+            select(IdempotencyKey.org_id, IdempotencyKey.key, IdempotencyKey.response_body_encrypted)
+            .where(row_key > last, IdempotencyKey.response_body_encrypted.is_not(None))
+            .order_by(IdempotencyKey.org_id, IdempotencyKey.key)
+            .limit(REENCRYPT_BATCH)
+        ).all()
+        if not batch:
+            return rewritten
+        for org_id, key, token in batch:
+            result = session.execute(
+                update(IdempotencyKey)
+                .where(
+                    IdempotencyKey.org_id == org_id,
+                    IdempotencyKey.key == key,
+                    IdempotencyKey.response_body_encrypted == token,
+                )
+                .values(response_body_encrypted=cipher.rotate(token))
+                .execution_options(synchronize_session=False)
+            )
+            rewritten += result.rowcount  # type: ignore[attr-defined]
+        last = (batch[-1][0], batch[-1][1])
 
 
 def expire_keys(db: Database, _settings: Settings) -> bool:
