@@ -62,6 +62,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    # Innermost: a request refused for its size or rate never claims an Idempotency-Key.
     app.add_middleware(
         idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots, settings=settings
     )
