@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 import time
+import uuid
 from email.utils import parsedate_to_datetime
 from typing import Any
 
@@ -84,11 +85,20 @@ class OrgdeckClient:
         json: Any = None,
         headers: dict[str, str] | None = None,
     ) -> Any:
-        """Send one request, retrying what is safe to retry, and return the decoded JSON body."""
+        """Send one request, retrying what is safe to retry, and return the decoded JSON body.
+
+        A POST or PATCH carries an `Idempotency-Key` (a new one per call unless `headers` gives one),
+        the same on every attempt, so it is retried like a read: the service does it at most once.
+        """
         method = method.upper()
         all_headers = dict(headers or {})
         if self.api_key:
             all_headers["X-API-Key"] = self.api_key
+        if method in constants.KEYED_METHODS and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER):
+            all_headers[constants.IDEMPOTENCY_HEADER] = str(uuid.uuid4())
+        retry_safe = method in constants.SAFE_METHODS or _has_header(
+            all_headers, constants.IDEMPOTENCY_HEADER
+        )
         url = self.base_url + path
         clean_params = {k: v for k, v in (params or {}).items() if v is not None}
         for attempt in range(self.max_retries + 1):
@@ -98,11 +108,11 @@ class OrgdeckClient:
                     method, url, params=clean_params, json=json, headers=all_headers
                 )
             except httpx.TransportError as exc:
-                if last_attempt or method not in constants.SAFE_METHODS:
+                if last_attempt or not retry_safe:
                     raise ConnectionFailed(f"Could not reach {self.base_url}: {exc}") from exc
                 time.sleep(_backoff(attempt))
                 continue
-            delay = None if last_attempt else _retry_delay(method, response, attempt)
+            delay = None if last_attempt else _retry_delay(response, attempt, retry_safe=retry_safe)
             if delay is None:
                 return _decode(response)
             time.sleep(delay)
@@ -146,17 +156,39 @@ def _decode(response: httpx.Response) -> Any:
     )
 
 
-def _retry_delay(method: str, response: httpx.Response, attempt: int) -> float | None:
-    """How long to wait before retrying this answer, or None when it is final."""
+def _retry_delay(response: httpx.Response, attempt: int, *, retry_safe: bool) -> float | None:
+    """How long to wait before retrying this answer, or None when it is final.
+
+    429 is retried for any request (it was not handled). Otherwise only requests that are safe to
+    send again are: a 5xx that says the service could not handle it this time (not a provider's
+    own failure, reported as `provider_…`, which the same call would meet again), and 409
+    `idempotency_key_in_use`, which is this call's own earlier attempt still running.
+    """
     status = response.status_code
     if status == 429:
         retry_after = retry_after_seconds(response)
         if retry_after is None:
             return _backoff(attempt)
         return retry_after if retry_after <= constants.MAX_RETRY_AFTER_SECONDS else None
-    if status in constants.RETRYABLE_STATUSES and method in constants.SAFE_METHODS:
+    if not retry_safe:
+        return None
+    if status in constants.RETRYABLE_STATUSES and not _error_code(response).startswith("provider_"):
         return retry_after_seconds(response) or _backoff(attempt)
+    if status == 409 and _error_code(response) == "idempotency_key_in_use":
+        return _backoff(attempt)
     return None
+
+
+def _error_code(response: httpx.Response) -> str:
+    try:
+        body = response.json()
+    except ValueError:
+        return ""
+    return str(body.get("code") or "") if isinstance(body, dict) else ""
+
+
+def _has_header(headers: dict[str, str], name: str) -> bool:
+    return any(key.lower() == name.lower() for key in headers)
 
 
 def retry_after_seconds(response: httpx.Response) -> float | None:

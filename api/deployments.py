@@ -15,6 +15,7 @@ from pydantic import Field, StringConstraints
 
 from api.agents import PromptReferenceName, StableKey
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
+from api.constants import IDEMPOTENCY_HEADER
 from api.resource import Resource, body
 
 JobStatus = Literal["pending", "running", "complete", "error", "partial"]
@@ -300,8 +301,13 @@ class DeploymentsResource(Resource):
         agent_provider_config: dict[str, Any] | None = None,
         agent_versions: dict[str, int] | None = None,
         org_slug: str | None = None,
+        idempotency_key: str | None = None,
     ) -> DeploymentJob:
-        """Create a pending job; a worker runs it. Follow it with `job(id)`."""
+        """Create a pending job; a worker runs it. Follow it with `job(id)`.
+
+        Calls with the same `idempotency_key` (e.g. a CI run's id) create one job between them, for a
+        day; without one, each call gets its own key, so only this call's retries are deduplicated.
+        """
         payload = body(
             DeploymentRequest,
             org_slug=self._org(org_slug),
@@ -314,7 +320,9 @@ class DeploymentsResource(Resource):
             agent_provider_config=agent_provider_config,
             agent_versions=agent_versions,
         )
-        return DeploymentJob.model_validate(self._client.request("POST", "/agents/deployments", json=payload))
+        headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
+        answer = self._client.request("POST", "/agents/deployments", json=payload, headers=headers)
+        return DeploymentJob.model_validate(answer)
 
     def deploy_fleet(
         self, fleet_id: str, environment_id: str, *, org_slug: str | None = None

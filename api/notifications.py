@@ -37,7 +37,7 @@ STATS_MAX_DAYS = 365
 Url = Trimmed(2000)
 
 
-class ChannelConfig(Request):
+class ChannelConfigInput(Request):
     """Where a channel delivers: `url` for webhook and slack channels, `recipients` for email."""
 
     url: Url | None = None
@@ -47,7 +47,7 @@ class ChannelConfig(Request):
 class CreateChannel(OrgScoped):
     name: Name
     kind: ChannelKind
-    config: ChannelConfig
+    config: ChannelConfigInput
 
 
 class Channel(Record):
@@ -215,7 +215,7 @@ class NotificationsResource(Resource):
         org_slug: str | None = None,
     ) -> CreatedChannel:
         given = {"url": url, "recipients": recipients}
-        config = ChannelConfig.model_construct(**{k: v for k, v in given.items() if v is not None})
+        config = ChannelConfigInput.model_construct(**{k: v for k, v in given.items() if v is not None})
         payload = body(CreateChannel, org_slug=self._org(org_slug), name=name, kind=kind, config=config)
         answer = self._client.request("POST", "/notifications/channels", json=payload)
         return CreatedChannel.model_validate(answer)

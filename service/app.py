@@ -19,8 +19,10 @@ from service.db import Database
 from service.deps import PUBLIC_READ, least_role
 from service.errors import install_error_handlers
 from service.health import HealthCheck
+from service.idempotency import middleware as idempotency
 from service.inputguard import InputGuardMiddleware
 from service.notifications.query import LOG_QUERY_LISTS
+from service.openapi_ids import operation_id
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.requestid import RequestIdMiddleware
 from service.routes import API_PREFIX, API_ROUTERS
@@ -57,6 +59,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
         lifespan=lifespan,
+        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
     app.state.db = db
@@ -65,6 +68,10 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     install_error_handlers(app)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
+    # Innermost: a request refused for its size, its rate or its input never claims an Idempotency-Key.
+    app.add_middleware(
+        idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots, settings=settings
+    )
     app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
@@ -119,6 +126,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
         if isinstance(route.original_route, APIRoute) and route.include_in_schema:
             for method in route.methods:
                 _document_operation(schema["paths"][route.path_format][method.lower()], route)
+    idempotency.document(schema)
     app.openapi_schema = schema
     return schema
 

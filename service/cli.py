@@ -106,6 +106,7 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
     from service.crypto import DecryptionFailed, cipher_for
     from service.deployments.service import rotate_signing_keys
     from service.environments.service import rotate_secrets
+    from service.idempotency.service import rotate_answers
     from service.migrate import upgrade
     from service.notifications.service import rotate_channel_secrets
     from service.providers.service import rotate_provider_keys
@@ -120,6 +121,7 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
             provider_keys = rotate_provider_keys(session, cipher)
             channel_secrets = rotate_channel_secrets(session, cipher=cipher)
             signing_keys = rotate_signing_keys(session, cipher=cipher)
+            answers = rotate_answers(session, cipher=cipher)
     except DecryptionFailed as exc:
         print(f"error: {exc}; list every key still in use in ORGDECK_ENCRYPTION_KEYS", file=sys.stderr)
         return 1
@@ -127,7 +129,8 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
         db.dispose()
     print(
         f"Re-encrypted {secrets} secrets, {provider_keys} provider keys, {channel_secrets} channel "
-        f"secrets and {signing_keys} deployment signing keys under the first configured key."
+        f"secrets, {signing_keys} deployment signing keys and {answers} stored idempotent answers "
+        "under the first configured key."
     )
     return 0
 

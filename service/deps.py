@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, Query, Request
-from fastapi.concurrency import contextmanager_in_threadpool
+from fastapi.concurrency import contextmanager_in_threadpool, run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from sqlalchemy.orm import Session
 
@@ -16,6 +16,8 @@ from service.api_keys.service import needs_last_used_update, resolve_key, touch_
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
 from service.errors import InsufficientRole, Unauthorized
+from service.idempotency.middleware import CLAIM_SCOPE_KEY
+from service.idempotency.service import mark_committed
 from service.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -39,6 +41,9 @@ async def _session(request: Request) -> AsyncIterator[Session]:
     session = _database(request).session(write=request.method not in READ_METHODS)
     async with request.app.state.session_slots, contextmanager_in_threadpool(session) as opened:
         yield opened
+        if (claim := request.scope.get(CLAIM_SCOPE_KEY)) is not None:
+            # An idempotent request's key is marked in the transaction of its work: both or neither.
+            await run_in_threadpool(mark_committed, opened, claim)
 
 
 DbSession = Annotated[Session, Depends(_session, scope="function")]

@@ -14,6 +14,7 @@ from service.environments.models import Environment, Secret
 from service.events.models import Event
 from service.fleets.models import Fleet, FleetEnvironment
 from service.governance.models import Policy, PolicyVersion
+from service.idempotency.models import IdempotencyKey
 from service.members.models import MemberRow
 from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
 from service.orgs.models import Organization
@@ -44,6 +45,7 @@ __all__ = [
     "Event",
     "Fleet",
     "FleetEnvironment",
+    "IdempotencyKey",
     "MemberRow",
     "Organization",
     "Policy",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from service.db import Database
 from service.deployments.runner import run_deployment_jobs
 from service.deployments.states import check_due_states
+from service.idempotency.service import expire_keys
 from service.notifications.delivery import fan_out_events, send_due_deliveries
 from service.settings import Settings
 
@@ -28,7 +29,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return [run_deployment_jobs, check_due_states, fan_out_events, send_due_deliveries]
+    return [run_deployment_jobs, check_due_states, fan_out_events, send_due_deliveries, expire_keys]
 
 
 class Worker:

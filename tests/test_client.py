@@ -74,9 +74,12 @@ class _Flaky(BaseHTTPRequestHandler):
 
     failures_left = 0
     seen = 0
+    idempotency_keys: list[str | None] = []
 
     def _answer(self) -> None:
         type(self).seen += 1
+        type(self).idempotency_keys.append(self.headers.get("Idempotency-Key"))
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
         if type(self).failures_left > 0:
             type(self).failures_left -= 1
             self.send_response(503)
@@ -92,6 +95,7 @@ class _Flaky(BaseHTTPRequestHandler):
 
     do_GET = _answer
     do_POST = _answer
+    do_PUT = _answer
 
     def log_message(self, *args: object) -> None:
         pass
@@ -113,12 +117,27 @@ def test_safe_methods_retry_on_503(flaky):
     assert _Flaky.seen == 3
 
 
-def test_unsafe_methods_do_not_retry_on_503(flaky):
-    _Flaky.failures_left, _Flaky.seen = 2, 0
+def test_posts_retry_on_503_with_one_idempotency_key(flaky):
+    _Flaky.failures_left, _Flaky.seen, _Flaky.idempotency_keys = 2, 0, []
+    with OrgdeckClient(f"http://127.0.0.1:{flaky.server_port}/api", max_retries=3) as orgdeck:
+        orgdeck.request("POST", "/anything", json={})
+        assert _Flaky.seen == 3
+        assert len(set(_Flaky.idempotency_keys)) == 1
+        assert _Flaky.idempotency_keys[0] is not None
+        # A key given by the caller is the one sent; the next call gets a key of its own.
+        orgdeck.request("POST", "/anything", json={}, headers={"idempotency-key": "deploy-run-42"})
+        orgdeck.request("POST", "/anything", json={})
+    assert _Flaky.idempotency_keys[3] == "deploy-run-42"
+    assert _Flaky.idempotency_keys[4] not in {None, "deploy-run-42", _Flaky.idempotency_keys[0]}
+
+
+def test_writes_without_a_key_do_not_retry_on_503(flaky):
+    _Flaky.failures_left, _Flaky.seen, _Flaky.idempotency_keys = 2, 0, []
     orgdeck = OrgdeckClient(f"http://127.0.0.1:{flaky.server_port}/api", max_retries=3)
     with orgdeck, pytest.raises(ServerError):
-        orgdeck.request("POST", "/anything", json={})
+        orgdeck.request("PUT", "/anything", json={})
     assert _Flaky.seen == 1
+    assert _Flaky.idempotency_keys == [None]
 
 
 def test_unreachable_service_is_connection_failed():

@@ -42,6 +42,7 @@ class WebhookTarget:
         self.key = ""
         self.failing: set[str] = set()
         self.status = 200
+        self.delay = 0.0  # seconds before answering, for a slow target
         self.manifests: list[dict[str, Any]] = []
         self.bad_signatures = 0
         target = self
@@ -56,6 +57,7 @@ class WebhookTarget:
                     return
                 manifest = json.loads(body)
                 target.manifests.append(manifest)
+                time.sleep(target.delay)
                 results = [
                     {"stableKey": a["stableKey"], "status": "error", "error": "refused by the target"}
                     if a["stableKey"] in target.failing

@@ -233,8 +233,8 @@ def test_rotate_secrets_command(isolated, tmp_path):
     result = rotate_with(new_key, isolated.key)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "Re-encrypted 1 secrets, 0 provider keys, 1 channel secrets and 1 deployment signing keys "
-        "under the first configured key.\n"
+        "Re-encrypted 1 secrets, 0 provider keys, 1 channel secrets, 1 deployment signing keys and 4 "
+        "stored idempotent answers under the first configured key.\n"
     )
     rotated = read_values(isolated.db, Cipher([new_key]), isolated.slug, None, "CLI_ROTATED")
     assert rotated == {"CLI_ROTATED": "value-three"}

@@ -103,7 +103,7 @@ def create_agent_version(
 
 
 @router.get(AGENT + "/versions", response_model=Page[AgentVersion])
-def list_versions(
+def list_agent_versions(
     stable_key: StableKeyPath,
     org_slug: OrgSlugQuery,
     caller: Viewer,
@@ -120,7 +120,7 @@ def list_versions(
 
 
 @router.get(AGENT + "/versions/{version}", response_model=AgentVersion)
-def get_version(
+def get_agent_version(
     stable_key: StableKeyPath,
     version: Annotated[int, Path(ge=1, le=MAX_INT32, description="The version number, from 1.")],
     org_slug: OrgSlugQuery,

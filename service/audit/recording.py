@@ -27,6 +27,7 @@ from api.common import Request
 from service.audit.models import AuditEventRow
 from service.auth import Caller
 from service.logredact import redact_urls
+from service.openapi_ids import camel_case
 from service.requestid import current_request_id
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
@@ -48,7 +49,7 @@ def _audited(endpoint: Callable[..., Any], *, action: str) -> Callable[..., Any]
         raise TypeError(
             f"{endpoint.__qualname__} changes state: it must take `caller` and `session` to be audited"
         )
-    action = _camel(action)
+    action = camel_case(action)  # the operation's id in the OpenAPI document
     if inspect.iscoroutinefunction(endpoint):
 
         @functools.wraps(endpoint)
@@ -155,8 +156,3 @@ def _target_type(result: Any) -> str | None:
 
 def _first(values: dict[str, Any], *keys: str) -> str | None:
     return next((str(values[key]) for key in keys if values.get(key) is not None), None)
-
-
-def _camel(name: str) -> str:
-    first, *rest = name.split("_")
-    return first + "".join(word.capitalize() for word in rest)

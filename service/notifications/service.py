@@ -32,7 +32,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from api.notifications import (
     LOG_STATUSES,
-    ChannelConfig,
+    ChannelConfigInput,
     ChannelCounts,
     DateRange,
     DayCounts,
@@ -64,7 +64,7 @@ class CreatedChannel:
 
 
 def create_channel(
-    session: Session, *, org_id: str, name: str, kind: str, config: ChannelConfig, cipher: Cipher
+    session: Session, *, org_id: str, name: str, kind: str, config: ChannelConfigInput, cipher: Cipher
 ) -> CreatedChannel:
     """Create a channel; a webhook channel gets a signing secret, returned here and never again."""
     shown, secret, signing_secret = _channel_config(kind, config)
@@ -80,7 +80,7 @@ def create_channel(
     return CreatedChannel(record=record, signing_secret=signing_secret)
 
 
-def _channel_config(kind: str, config: ChannelConfig) -> tuple[dict[str, Any], str | None, str | None]:
+def _channel_config(kind: str, config: ChannelConfigInput) -> tuple[dict[str, Any], str | None, str | None]:
     """What the channel shows, what it keeps encrypted, and the signing secret to show once."""
     if kind == "email":
         if not config.recipients or config.url is not None:

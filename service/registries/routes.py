@@ -112,7 +112,7 @@ def list_artifacts(
 
 
 @router.get("/artifacts/versions", response_model=Page[ArtifactVersion])
-def list_versions(
+def list_artifact_versions(
     registry_ref: RegistryRefQuery,
     name: ArtifactNameQuery,
     caller: OptionalCaller,

@@ -3,7 +3,7 @@
 Keys made before members existed keep their power: they become admin service keys.
 
 Revision ID: 0018_members_audit
-Revises: 0014_deployment_month_rollups
+Revises: 0017_idempotency_keys
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from alembic import op
 import service.db
 
 revision = "0018_members_audit"
-down_revision = "0014_deployment_month_rollups"
+down_revision = "0017_idempotency_keys"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,108 @@
+"""`orgdeck`: the command line for pipelines and terminals, built on the client alone.
+
+Installed as the `orgdeck` command by `pip install .`; from a checkout, `python -m api`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import click
+
+from api.cli import agents, deploy, policies, prompts
+from api.cli.config import DEFAULT_PROFILE, Profile, save_profile
+from api.cli.context import Connection, connection_options, json_option, with_client
+from api.cli.output import exit_code_for, out, print_json, report
+from api.client import OrgdeckClient
+from api.errors import ApiError
+
+EXAMPLES = """\b
+Examples:
+  export ORGDECK_API_URL=https://orgdeck.example.com/api ORGDECK_API_KEY=odk_...
+  orgdeck prompts publish acme/support triage-system prompts/triage.md --label production
+  orgdeck deploy preview production support-bot --exit-code
+  orgdeck deploy production support-bot --wait --timeout 600
+  orgdeck status --env production --exit-code
+
+\b
+Exit codes: 0 done; 1 failed (or: changes, drift, a failed job); 2 usage (or: timed out);
+3 authentication; 4 not found.
+"""
+
+
+class _Root(click.Group):
+    """Turns the service's errors into its message on stderr and an exit code."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except ApiError as error:
+            report(error)
+            ctx.exit(exit_code_for(error))
+
+
+@click.group(
+    cls=_Root,
+    epilog=EXAMPLES,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
+@connection_options
+@click.pass_context
+def cli(ctx: click.Context, api_url: str | None, api_key: str | None, profile: str) -> None:
+    """Publish prompts, preview and run deployments, and check drift on an Orgdeck service."""
+    connection = Connection(api_url=api_url, api_key=api_key, profile=profile)
+    ctx.obj = connection
+    ctx.call_on_close(connection.close)
+
+
+@cli.command(
+    epilog="""\b
+Examples:
+  orgdeck login --api-url https://orgdeck.example.com/api
+  orgdeck login --profile staging --api-url https://staging.example.com/api --api-key "$KEY"
+"""
+)
+@click.option("--api-url", "login_url", metavar="URL", help="The service's API (asked for when left out).")
+@click.option("--api-key", "login_key", metavar="KEY", help="An API key (asked for, hidden, when left out).")
+@click.option("--profile", "login_profile", metavar="NAME", help="The profile to write [default: default].")
+@click.pass_obj
+def login(
+    connection: Connection, login_url: str | None, login_key: str | None, login_profile: str | None
+) -> None:
+    """Check a service URL and key, then keep them in a profile readable only by you (mode 0600)."""
+    api_url = login_url or connection.api_url or click.prompt("Service API URL (…/api)")
+    api_key = login_key or connection.api_key or click.prompt("API key", hide_input=True)
+    with OrgdeckClient(api_url, api_key) as client:
+        caller = client.whoami()
+    name = login_profile or connection.profile or DEFAULT_PROFILE
+    path = save_profile(name, Profile(api_url=api_url.rstrip("/"), api_key=api_key))
+    out().print(
+        f"Logged in to [bold]{caller.org_slug}[/] at {api_url} with key '{caller.key_name}'; "
+        f"profile '{name}' written to {path}.",
+        soft_wrap=True,
+    )
+
+
+@cli.command(epilog="\b\nExamples:\n  orgdeck whoami\n  ORG=$(orgdeck whoami --json | jq -r .orgSlug)")
+@json_option
+@with_client
+def whoami(client: OrgdeckClient, as_json: bool) -> None:
+    """The organization and key the configured API key stands for."""
+    caller = client.whoami()
+    if as_json:
+        print_json(caller)
+        return
+    out().print(f"{caller.org_slug} ({caller.org_name}), key '{caller.key_name}' at {client.base_url}")
+
+
+cli.add_command(prompts.group)
+cli.add_command(agents.group)
+cli.add_command(deploy.group)
+cli.add_command(deploy.jobs)
+cli.add_command(deploy.status)
+cli.add_command(policies.group)
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    cli.main(args=argv, prog_name="orgdeck")

@@ -1,0 +1,410 @@
+"""`orgdeck deploy`, `orgdeck jobs` and `orgdeck status`: preview, run and follow deployments, and drift."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from contextlib import nullcontext
+from typing import Any
+
+import click
+from rich.markup import escape
+
+from api.cli.context import fail, json_option, resolve_environment, with_client
+from api.cli.output import (
+    EXIT_FAILURE,
+    EXIT_OK,
+    EXIT_USAGE,
+    err,
+    out,
+    print_json,
+    shown,
+    table,
+)
+from api.client import OrgdeckClient
+from api.deployments import (
+    AGENT_STATES,
+    FINISHED_JOB_STATUSES,
+    JOB_STATUSES,
+    AgentPreview,
+    DeploymentJob,
+    DeploymentPreview,
+    FieldChange,
+    StatusMatrix,
+)
+
+DEFAULT_WAIT_SECONDS = 600
+POLL_SECONDS = (0.5, 1.0, 2.0)  # quick at first, then every two seconds
+PREVIEW_MARKS = {"added": "[green]+[/]", "changed": "[yellow]~[/]", "unchanged": "[dim]=[/]"}
+CHANGE_MARKS = {"added": "[green]+[/]", "removed": "[red]-[/]", "changed": "[yellow]~[/]"}
+JOB_COLOURS = {"complete": "green", "error": "red", "partial": "yellow", "running": "cyan", "pending": "dim"}
+STATE_COLOURS = {
+    "in_sync": "green",
+    "drifted": "yellow",
+    "stale": "magenta",
+    "error": "red",
+    "not_deployed": "dim",
+}
+# States `status --exit-code` fails on: what runs is not what was deployed, or did not deploy.
+FAILING_STATES = frozenset({"drifted", "error"})
+
+
+class _DeployGroup(click.Group):
+    """`deploy preview …` previews; anything else (`deploy ENV AGENT…`) is `deploy run …`."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if args and args[0] not in self.commands and args[0] not in ctx.help_option_names:
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@click.group(
+    name="deploy",
+    cls=_DeployGroup,
+    epilog="""\b
+Examples:
+  orgdeck deploy preview production support-bot triage --exit-code
+  orgdeck deploy production support-bot triage --wait --timeout 600
+  orgdeck deploy production support-bot --agent-version support-bot=3 --wait   # roll back
+  orgdeck deploy run preview support-bot   # an environment named "preview"
+""",
+)
+def group() -> None:
+    """Preview a deployment, or deploy agents to an environment (`deploy ENV AGENT…`)."""
+
+
+def deployment_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.argument("environment", metavar="ENV"),
+        click.argument("agents", metavar="AGENT...", nargs=-1, required=True),
+        click.option("--model", metavar="NAME", help="Run every agent with this model."),
+        click.option("--prompt", metavar="NAME=VERSION", help="Pin prompt NAME to an artifact VERSION."),
+        click.option(
+            "--tool", "tools", metavar="KEY", multiple=True, help="Tool key the agents get (repeatable)."
+        ),
+        click.option(
+            "--agent-version",
+            "agent_versions",
+            metavar="KEY=N",
+            multiple=True,
+            help="Deploy version N of agent KEY instead of its newest (repeatable; rolls back).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
+def deployment(
+    client: OrgdeckClient,
+    environment: str,
+    agents: tuple[str, ...],
+    model: str | None,
+    prompt: str | None,
+    tools: tuple[str, ...],
+    agent_versions: tuple[str, ...],
+) -> dict[str, Any]:
+    """The arguments of a preview or deployment, as a person typed them, in the client's terms."""
+    prompt_name = prompt_version = None
+    if prompt is not None:
+        prompt_name, _, prompt_version = prompt.partition("=")
+        if not prompt_name or not prompt_version:
+            fail(f"--prompt takes NAME=VERSION (got '{prompt}')", EXIT_USAGE)
+    versions = {}
+    for pair in agent_versions:
+        key, _, number = pair.partition("=")
+        if not key or not number.isdigit():
+            fail(f"--agent-version takes KEY=N, e.g. support-bot=3 (got '{pair}')", EXIT_USAGE)
+        versions[key] = int(number)
+    return {
+        "environment_id": resolve_environment(client, environment).id,
+        "agent_stable_keys": list(agents),
+        "model": model,
+        "prompt_name": prompt_name,
+        "version": prompt_version,
+        "tool_refs": list(tools) or None,
+        "agent_versions": versions or None,
+    }
+
+
+@group.command(
+    epilog="""\b
+Examples:
+  orgdeck deploy preview production support-bot triage
+  orgdeck deploy preview production support-bot --exit-code || echo "something would change"
+  orgdeck deploy preview env_01j... support-bot --model gpt-4o --json
+"""
+)
+@deployment_options
+@click.option("--exit-code", is_flag=True, help="Exit 1 when anything would change, 0 when nothing would.")
+@json_option
+@with_client
+def preview(client: OrgdeckClient, exit_code: bool, as_json: bool, **arguments: Any) -> None:
+    """What deploying AGENT… (stable keys) to ENV (a name or id) would change, field by field.
+
+    Nothing is deployed.
+    """
+    result = client.deployments.preview(**deployment(client, **arguments))
+    if as_json:
+        print_json(result)
+    else:
+        print_preview(result, arguments["environment"])
+    raise click.exceptions.Exit(EXIT_FAILURE if exit_code and result.has_changes else EXIT_OK)
+
+
+def print_preview(result: DeploymentPreview, environment: str) -> None:
+    console = out()
+    changing = sum(agent.status != "unchanged" for agent in result.agents)
+    if changing:
+        console.print(
+            f"Deploying to {escape(environment)} would change {changing} of {len(result.agents)} agents:"
+        )
+    else:
+        console.print(f"Deploying to {escape(environment)} would change nothing.")
+    for agent in result.agents:
+        console.print(
+            f"{PREVIEW_MARKS[agent.status]} [bold]{escape(agent.stable_key)}[/]  {_versions(agent)}"
+        )
+        width = max((len(change.field) for change in agent.changes), default=0)
+        for change in agent.changes:
+            console.print(
+                f"    {CHANGE_MARKS[change.kind]} {escape(change.field.ljust(width))}  {_change(change)}"
+            )
+
+
+def _versions(agent: AgentPreview) -> str:
+    if agent.status == "added":
+        return f"not deployed yet → version {agent.target_version}"
+    if agent.status == "unchanged":
+        return f"[dim]unchanged at version {agent.target_version}[/]"
+    return f"version {shown(agent.current_version)} → {agent.target_version}"
+
+
+def _change(change: FieldChange) -> str:
+    if change.kind == "added":
+        return escape(shown(change.after))
+    if change.kind == "removed":
+        return f"[dim]{escape(shown(change.before))}[/]"
+    return f"{escape(shown(change.before))} → {escape(shown(change.after))}"
+
+
+@group.command(
+    epilog="""\b
+Examples:
+  orgdeck deploy production support-bot triage
+  orgdeck deploy production support-bot --wait --timeout 900
+  orgdeck deploy production support-bot --wait --idempotency-key "deploy-$GITHUB_RUN_ID"
+"""
+)
+@deployment_options
+@click.option("--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 error or partial.")
+@click.option(
+    "--timeout",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_WAIT_SECONDS,
+    show_default=True,
+    metavar="S",
+    help="With --wait: give up after S seconds and exit 2 (the job goes on).",
+)
+@click.option(
+    "--idempotency-key",
+    metavar="KEY",
+    help="Deploy at most once for KEY, however often this runs (e.g. a CI run's id); default: one per call.",
+)
+@json_option
+@with_client
+def run(
+    client: OrgdeckClient,
+    wait: bool,
+    timeout: float,
+    idempotency_key: str | None,
+    as_json: bool,
+    **arguments: Any,
+) -> None:
+    """Deploy AGENT… (stable keys) to ENV (a name or id): starts a job that a worker runs."""
+    job = client.deployments.deploy(**deployment(client, **arguments), idempotency_key=idempotency_key)
+    if not wait:
+        if as_json:
+            print_json(job)
+        else:
+            out().print(
+                f"Started job {job.id}: {len(job.agents)} agents to {escape(arguments['environment'])}"
+            )
+            out().print(f"[dim]Follow it with: orgdeck jobs show {job.id}[/]")
+        return
+    err().print(f"Started job {job.id}: {len(job.agents)} agents to {escape(arguments['environment'])}")
+    finished = follow(client, job, timeout)
+    if finished is None:
+        fail(f"Timed out after {timeout:g} s; job {job.id} goes on: orgdeck jobs show {job.id}", EXIT_USAGE)
+        return
+    if as_json:
+        print_json(finished)
+    else:
+        print_job(finished)
+    raise click.exceptions.Exit(EXIT_OK if finished.status == "complete" else EXIT_FAILURE)
+
+
+def follow(client: OrgdeckClient, job: DeploymentJob, timeout: float) -> DeploymentJob | None:
+    """Poll the job until it ends (None on timeout), showing its progress on stderr."""
+    console = err()
+    deadline = time.monotonic() + timeout
+    last = ""
+    polls = 0
+    with console.status("", spinner="dots") if console.is_terminal else nullcontext() as spinner:
+        while job.status not in FINISHED_JOB_STATUSES:
+            if time.monotonic() >= deadline:
+                return None
+            time.sleep(
+                min(POLL_SECONDS[min(polls, len(POLL_SECONDS) - 1)], max(0.0, deadline - time.monotonic()))
+            )
+            polls += 1
+            job = client.deployments.job(job.id)
+            progress = _progress(job)
+            if spinner is not None:
+                spinner.update(progress)
+            elif progress != last:
+                console.print(progress, soft_wrap=True)
+            last = progress
+    return job
+
+
+def _progress(job: DeploymentJob) -> str:
+    done = sum(agent.status != "pending" for agent in job.agents)
+    return f"{job.id}: {job.status}, {done} of {len(job.agents)} agents done"
+
+
+def print_job(job: DeploymentJob) -> None:
+    console = out()
+    colour = JOB_COLOURS.get(job.status, "white")
+    took = ""
+    if job.started_at and job.finished_at:
+        took = f" in {(job.finished_at - job.started_at).total_seconds():.1f} s"
+    console.print(f"Job {job.id} [{colour}]{job.status}[/]{took}, environment {job.environment_id}")
+    if job.message:
+        console.print(f"  {escape(job.message)}", soft_wrap=True)
+    rows = table("AGENT", "VERSION", "STATUS", "ERROR")
+    for agent in job.agents:
+        status = f"[{JOB_COLOURS.get(agent.status, 'white')}]{agent.status}[/]"
+        rows.add_row(escape(agent.stable_key), str(agent.version), status, escape(agent.error or ""))
+    console.print(rows)
+
+
+@click.group(
+    epilog="\b\nExamples:\n  orgdeck jobs list --env production --status error,partial\n  orgdeck jobs show job_01j..."
+)
+def jobs() -> None:
+    """Deployment jobs."""
+
+
+@jobs.command(
+    name="show",
+    epilog="\b\nExamples:\n  orgdeck jobs show job_01j...\n  orgdeck jobs show job_01j... --json | jq -r .status",
+)
+@click.argument("job_id", metavar="ID")
+@json_option
+@with_client
+def show_job(client: OrgdeckClient, job_id: str, as_json: bool) -> None:
+    """One job with each agent's result."""
+    job = client.deployments.job(job_id)
+    if as_json:
+        print_json(job)
+    else:
+        print_job(job)
+
+
+@jobs.command(
+    name="list",
+    epilog="\b\nExamples:\n  orgdeck jobs list --env production --status error,partial\n  orgdeck jobs list --limit 5 --json",
+)
+@click.option("--env", "environment", metavar="ENV", help="Only jobs of this environment (name or id).")
+@click.option("--status", metavar="S[,S…]", help=f"Only jobs in these states ({', '.join(JOB_STATUSES)}).")
+@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Jobs to list.")
+@json_option
+@with_client
+def list_jobs(
+    client: OrgdeckClient, environment: str | None, status: str | None, limit: int, as_json: bool
+) -> None:
+    """Deployment jobs, newest first."""
+    environment_id = resolve_environment(client, environment).id if environment else None
+    statuses = [part.strip() for part in status.split(",")] if status else None
+    page = client.deployments.jobs(environment_id=environment_id, status=statuses, limit=limit)
+    if as_json:
+        print_json(page)
+        return
+    rows = table("JOB", "STATUS", "ENVIRONMENT", "AGENTS", "CREATED", "MESSAGE")
+    for job in page.items:
+        colour = JOB_COLOURS.get(job.status, "white")
+        rows.add_row(
+            job.id,
+            f"[{colour}]{job.status}[/]",
+            job.environment_id,
+            escape(", ".join(agent.stable_key for agent in job.agents)),
+            job.created_at.isoformat(timespec="seconds"),
+            escape(job.message or ""),
+        )
+    out().print(rows)
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  orgdeck status
+  orgdeck status --env production --exit-code
+  orgdeck status --json | jq '.items[] | select(.state == "drifted") | .stableKey'
+"""
+)
+@click.option("--env", "environment", metavar="ENV", help="Only this environment (name or id).")
+@click.option("--exit-code", is_flag=True, help="Exit 1 when any agent is drifted or in error.")
+@json_option
+@with_client
+def status(client: OrgdeckClient, environment: str | None, exit_code: bool, as_json: bool) -> None:
+    """Every agent in every environment: in sync, drifted, stale, in error or not deployed."""
+    environment_id = resolve_environment(client, environment).id if environment else None
+    matrix = whole_matrix(client, environment_id)
+    if as_json:
+        print_json(matrix)
+    else:
+        print_matrix(matrix)
+    failing = exit_code and any(pair.state in FAILING_STATES for pair in matrix.items)
+    raise click.exceptions.Exit(EXIT_FAILURE if failing else EXIT_OK)
+
+
+def whole_matrix(client: OrgdeckClient, environment_id: str | None) -> StatusMatrix:
+    """Every page of the status matrix (pages of agents, each with every environment), as one."""
+    first = client.deployments.status(environment_id=environment_id, limit=1000)
+    items = list(first.items)
+    agents = {pair.stable_key for pair in items}
+    while len(agents) < first.total_agents:
+        page = client.deployments.status(environment_id=environment_id, limit=1000, offset=len(agents))
+        if not page.items:
+            break
+        items += page.items
+        agents |= {pair.stable_key for pair in page.items}
+    return first.model_copy(update={"items": items, "limit": max(len(agents), 1), "offset": 0})
+
+
+def print_matrix(matrix: StatusMatrix) -> None:
+    environments = {environment.id: environment.name for environment in matrix.environments}
+    rows = table("AGENT", *[escape(name) for name in environments.values()])
+    cells: dict[str, dict[str, str]] = {}
+    for pair in matrix.items:
+        colour = STATE_COLOURS.get(pair.state, "white")
+        version = f" v{pair.deployed_version}" if pair.deployed_version else ""
+        newer = f"→v{pair.latest_version}" if pair.state == "stale" and pair.latest_version else ""
+        cells.setdefault(pair.stable_key, {})[pair.environment_id] = (
+            f"[{colour}]{pair.state}{version}{newer}[/]"
+        )
+    for agent, by_environment in cells.items():
+        rows.add_row(escape(agent), *[by_environment.get(env_id, "") for env_id in environments])
+    console = out()
+    console.print(rows)
+    counts = ", ".join(f"{matrix.counts.get(state, 0)} {state}" for state in AGENT_STATES)
+    console.print(f"[dim]{counts} (pairs, whole organization)[/]")
+    for pair in matrix.items:
+        if pair.state in FAILING_STATES:
+            reason = pair.error or ", ".join(change.field for change in pair.drift) or pair.state
+            console.print(
+                f"[{STATE_COLOURS[pair.state]}]{pair.state}[/] {escape(pair.stable_key)} in "
+                f"{escape(environments.get(pair.environment_id, pair.environment_id))}: {escape(reason)}",
+                soft_wrap=True,
+            )

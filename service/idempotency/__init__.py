@@ -1,0 +1,1 @@
+"""Idempotent writes: a POST or PATCH sent again with the same `Idempotency-Key` is answered, not redone."""

@@ -1,0 +1,223 @@
+"""Idempotency keys: claiming a key for a request, storing its answer, replaying it, expiring keys.
+
+A key is claimed in a transaction of its own before the request runs, so a concurrent duplicate
+finds it taken (409). The request's own transaction marks the key `committed` together with its
+work, so a request whose process died before committing leaves the key free for a retry once its
+lease ends, and one that did commit is never run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import secrets
+from dataclasses import dataclass
+from datetime import timedelta
+
+from sqlalchemy import delete, select, tuple_, update
+from sqlalchemy.orm import Session
+
+from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
+from service.db import Database, insert_unless_taken, utcnow
+from service.errors import ServiceError
+from service.idempotency.models import IdempotencyKey
+from service.settings import Settings
+
+HEADER = "Idempotency-Key"
+KEY_LIFETIME = timedelta(hours=24)
+# How long a request may hold its key before a retry presumes its process died. Longer than any
+# request takes (a model call is bounded at 30 s); a request still running past it cannot commit.
+LEASE = timedelta(minutes=2)
+
+
+class IdempotencyKeyReused(ServiceError):
+    code = "idempotency_key_reused"
+
+
+class IdempotencyKeyInUse(ServiceError):
+    status = 409
+    code = "idempotency_key_in_use"
+
+
+class IdempotentAnswerLost(ServiceError):
+    status = 409
+    code = "idempotency_answer_lost"
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A request's hold on a key: only the holder of `token` may commit work under it."""
+
+    org_id: str
+    key: str
+    token: str
+
+
+@dataclass(frozen=True)
+class StoredAnswer:
+    status: int
+    headers: list[tuple[str, str]]
+    body: bytes
+
+
+def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
+    """What makes two requests the same one: method, path, query and body (JSON compared as data,
+    so key order and spacing do not matter)."""
+    try:
+        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
+    except ValueError:
+        canonical = body
+    digest = hashlib.sha256(f"{method} {path}?{query}\n".encode())
+    digest.update(canonical)
+    return digest.hexdigest()
+
+
+def claim_key(
+    session: Session, *, cipher: Cipher, org_id: str, key: str, fingerprint: str, method: str, path: str
+) -> Claim | StoredAnswer:
+    """Hold `key` for a new request, or return the answer it already has; 400/409 when it cannot be used."""
+    now = utcnow()
+    row = session.get(IdempotencyKey, (org_id, key), with_for_update=True)
+    if row is None:
+        row = IdempotencyKey(org_id=org_id, key=key, state="running", created_at=now)
+        _hold(row, fingerprint=fingerprint, method=method, path=path)
+        if insert_unless_taken(session, row):
+            return Claim(org_id, key, row.claim)
+        # A concurrent request inserted it first; decide against its row.
+        row = session.get(IdempotencyKey, (org_id, key), with_for_update=True, populate_existing=True)
+        assert row is not None
+    if row.created_at <= now - KEY_LIFETIME:
+        row.created_at = now
+        _hold(row, fingerprint=fingerprint, method=method, path=path)
+        return Claim(org_id, key, row.claim)
+    if row.fingerprint != fingerprint:
+        raise IdempotencyKeyReused(
+            f"This {HEADER} was already used for another request ({row.method} {row.path} with "
+            "another body); send a new key with a new request",
+            field=HEADER,
+        )
+    if row.state == "done":
+        return _stored_answer(row, cipher)
+    if row.locked_until > now:
+        raise IdempotencyKeyInUse(
+            f"A request with this {HEADER} is still being processed; retry once it has ended", field=HEADER
+        )
+    if row.state == "committed":
+        raise IdempotentAnswerLost(
+            f"The request sent with this {HEADER} was carried out, but the service stopped before "
+            "recording its answer; look its result up instead of sending it again",
+            field=HEADER,
+        )
+    # Its request died before committing anything: this one takes its place.
+    _hold(row, fingerprint=fingerprint, method=method, path=path)
+    return Claim(org_id, key, row.claim)
+
+
+def _stored_answer(row: IdempotencyKey, cipher: Cipher) -> StoredAnswer:
+    assert row.status_code is not None and row.response_body_encrypted is not None
+    try:
+        body = cipher.decrypt(row.response_body_encrypted).encode("latin-1")
+    except DecryptionFailed as exc:
+        raise IdempotentAnswerLost(
+            f"The request sent with this {HEADER} was carried out, but its answer was encrypted with a "
+            "key no longer configured; look its result up instead of sending it again",
+            field=HEADER,
+        ) from exc
+    headers = [(name, value) for name, value in row.response_headers or []]
+    return StoredAnswer(row.status_code, headers, body)
+
+
+def _hold(row: IdempotencyKey, *, fingerprint: str, method: str, path: str) -> None:
+    row.fingerprint, row.method, row.path = fingerprint, method, path
+    row.state, row.claim, row.locked_until = "running", secrets.token_hex(16), utcnow() + LEASE
+    row.status_code = row.response_headers = row.response_body_encrypted = None
+
+
+def mark_committed(session: Session, claim: Claim) -> None:
+    """In the request's own transaction: its work and the key's `committed` state commit together."""
+    marked = session.execute(
+        update(IdempotencyKey)
+        .where(
+            IdempotencyKey.org_id == claim.org_id,
+            IdempotencyKey.key == claim.key,
+            IdempotencyKey.claim == claim.token,
+            IdempotencyKey.state == "running",
+        )
+        .values(state="committed")
+    )
+    if marked.rowcount != 1:  # type: ignore[attr-defined]
+        raise IdempotencyKeyInUse(
+            f"This request held its {HEADER} too long and a retry took it over; nothing was changed",
+            field=HEADER,
+        )
+
+
+def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher) -> None:
+    """Store the request's answer for replay; a 5xx whose work did not commit frees the key instead."""
+    row = session.get(IdempotencyKey, (claim.org_id, claim.key), with_for_update=True)
+    if row is None or row.claim != claim.token:
+        return
+    if answer.status >= 500 and row.state == "running":
+        session.delete(row)
+        return
+    row.state, row.status_code = "done", answer.status
+    row.response_headers = [list(pair) for pair in answer.headers]
+    # Latin-1 maps each byte to one character and back: any body survives the text cipher.
+    row.response_body_encrypted = cipher.encrypt(answer.body.decode("latin-1"))
+
+
+def release(session: Session, claim: Claim) -> None:
+    """Free a key whose request failed before answering (its transaction rolled back)."""
+    session.execute(
+        delete(IdempotencyKey).where(
+            IdempotencyKey.org_id == claim.org_id,
+            IdempotencyKey.key == claim.key,
+            IdempotencyKey.claim == claim.token,
+            IdempotencyKey.state == "running",
+        )
+    )
+
+
+def rotate_answers(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt every stored answer under the cipher's first key (`rotate-secrets`); return how many.
+
+    Like `reencrypt_column`, for a table keyed by (organization, key): each row is rewritten only if
+    it still holds the ciphertext read.
+    """
+    row_key = tuple_(IdempotencyKey.org_id, IdempotencyKey.key)
+    rewritten = 0
+    last: tuple[str, str] = ("", "")
+    while True:
+        batch = session.execute(
+            select(IdempotencyKey.org_id, IdempotencyKey.key, IdempotencyKey.response_body_encrypted)
+            .where(row_key > last, IdempotencyKey.response_body_encrypted.is_not(None))
+            .order_by(IdempotencyKey.org_id, IdempotencyKey.key)
+            .limit(REENCRYPT_BATCH)
+        ).all()
+        if not batch:
+            return rewritten
+        for org_id, key, token in batch:
+            result = session.execute(
+                update(IdempotencyKey)
+                .where(
+                    IdempotencyKey.org_id == org_id,
+                    IdempotencyKey.key == key,
+                    IdempotencyKey.response_body_encrypted == token,
+                )
+                .values(response_body_encrypted=cipher.rotate(token))
+                .execution_options(synchronize_session=False)
+            )
+            rewritten += result.rowcount  # type: ignore[attr-defined]
+        last = (batch[-1][0], batch[-1][1])
+
+
+def expire_keys(db: Database, _settings: Settings) -> bool:
+    """Worker task: delete keys older than their lifetime (they would be treated as new anyway)."""
+    expired = IdempotencyKey.created_at <= utcnow() - KEY_LIFETIME
+    # A read first: an idle worker must not take SQLite's write lock every round.
+    with db.session() as session:
+        if session.scalar(select(IdempotencyKey.key).where(expired).limit(1)) is None:
+            return False
+    with db.session(write=True) as session:
+        session.execute(delete(IdempotencyKey).where(expired))
+    return False
