@@ -284,6 +284,7 @@ def service(tmp_path_factory: pytest.TempPathFactory, inbox: tuple[Inbox, int]) 
 class Tenant:
     client: OrgdeckClient
     org_id: str
+    key: str
 
 
 @pytest.fixture
@@ -293,7 +294,7 @@ def tenant(service: Service) -> Iterator[Tenant]:
         org_id = session.scalar(select(Organization.id).where(Organization.slug == slug))
     assert org_id is not None
     with OrgdeckClient(service.url, key, org_slug=slug) as client:
-        yield Tenant(client=client, org_id=org_id)
+        yield Tenant(client=client, org_id=org_id, key=key)
 
 
 # -- helpers --------------------------------------------------------------------------------------
