@@ -2,6 +2,8 @@
 under a lease, and each attempt's outcome recorded with the delivery's next state.
 
 Plain functions over a Session; the sender runs them, several at a time, in one short transaction.
+Their statements are built once and run on the session's connection with bound values: at a
+thousand deliveries a second, building and compiling statements would cost more than running them.
 Claims are atomic: PostgreSQL skips the rows another worker is claiming (`FOR UPDATE SKIP LOCKED`),
 SQLite lets one writer in at a time (`BEGIN IMMEDIATE`). An outcome is recorded only while its
 lease is still the claimer's own. A delivery whose lease ran out was cut short by a worker that
@@ -10,17 +12,19 @@ stopped: the next claim logs that attempt as failed, then sends it again. At lea
 
 from __future__ import annotations
 
+import functools
 import random
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Row, and_, bindparam, insert, literal, or_, select, update
+from sqlalchemy import BindParameter, Row, Select, bindparam, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.common import format_timestamp
 from service.crypto import Cipher, DecryptionFailed
+from service.db import UTCDateTime
 from service.events.models import Event
 from service.ids import new_id
 from service.notifications.messages import Message
@@ -91,8 +95,39 @@ class Attempt:
 # -- fan-out ------------------------------------------------------------------------------------
 
 
+def _at(name: str) -> BindParameter[datetime]:
+    """A bound instant, typed as the tables' timestamps are (a bare one reaches SQLite in another format)."""
+    return bindparam(name, type_=UTCDateTime())
+
+
+EVENTS = Event.__table__
+DELIVERIES = Delivery.__table__
+LOGS = DeliveryLog.__table__
+CHANNELS = Channel.__table__
+NEW_EVENT = select(literal(1)).where(EVENTS.c.fanned_out_at.is_(None)).limit(1)
+NEW_EVENTS = (
+    select(EVENTS.c.id, EVENTS.c.org_id, EVENTS.c.type)
+    .where(EVENTS.c.fanned_out_at.is_(None))
+    .order_by(EVENTS.c.occurred_at)
+    .limit(FAN_OUT_BATCH)
+    .with_for_update(skip_locked=True)
+)
+SUBSCRIBED = (
+    select(Subscription.org_id, Subscription.event_type, Subscription.channel_id, Channel.disabled_at)
+    .join(Channel, Channel.id == Subscription.channel_id)
+    .where(
+        Subscription.enabled.is_(True),
+        Subscription.org_id.in_(bindparam("org_ids", expanding=True)),
+        Subscription.event_type.in_(bindparam("types", expanding=True)),
+    )
+)
+FANNED_OUT = (
+    update(EVENTS).where(EVENTS.c.id.in_(bindparam("ids", expanding=True))).values(fanned_out_at=_at("now"))
+)
+
+
 def has_new_events(session: Session) -> bool:
-    return session.scalar(select(literal(1)).where(Event.fanned_out_at.is_(None)).limit(1)) is not None
+    return session.connection().execute(NEW_EVENT).first() is not None
 
 
 def fan_out(session: Session, *, now: datetime) -> int:
@@ -101,26 +136,13 @@ def fan_out(session: Session, *, now: datetime) -> int:
     A disabled channel's delivery is made `held`: kept, not sent, until the channel is enabled and
     its deliveries recovered.
     """
-    events = session.execute(
-        select(Event.id, Event.org_id, Event.type)
-        .where(Event.fanned_out_at.is_(None))
-        .order_by(Event.occurred_at)
-        .limit(FAN_OUT_BATCH)
-        .with_for_update(skip_locked=True)
-    ).all()
+    connection = session.connection()
+    events = connection.execute(NEW_EVENTS).all()
     if not events:
         return 0
     subscribed: dict[tuple[str, str], list[tuple[str, bool]]] = {}
-    subscriptions = (
-        select(Subscription.org_id, Subscription.event_type, Subscription.channel_id, Channel.disabled_at)
-        .join(Channel, Channel.id == Subscription.channel_id)
-        .where(
-            Subscription.enabled.is_(True),
-            Subscription.org_id.in_({event.org_id for event in events}),
-            Subscription.event_type.in_({event.type for event in events}),
-        )
-    )
-    for org_id, event_type, channel_id, disabled_at in session.execute(subscriptions):
+    found = {"org_ids": list({e.org_id for e in events}), "types": list({e.type for e in events})}
+    for org_id, event_type, channel_id, disabled_at in connection.execute(SUBSCRIBED, found):
         subscribed.setdefault((org_id, event_type), []).append((channel_id, disabled_at is not None))
     deliveries = [
         {
@@ -133,14 +155,16 @@ def fan_out(session: Session, *, now: datetime) -> int:
             "attempts": 0,
             "schedule_from": 0,
             "next_attempt_at": None if disabled else now,
+            "lease_token": None,
+            "lease_expires_at": None,
             "created_at": now,
         }
         for event in events
         for channel_id, disabled in subscribed.get((event.org_id, event.type), [])
     ]
     if deliveries:
-        session.execute(insert(Delivery), deliveries)
-    session.execute(update(Event).where(Event.id.in_([e.id for e in events])).values(fanned_out_at=now))
+        connection.execute(insert(DELIVERIES), deliveries)
+    connection.execute(FANNED_OUT, {"ids": [e.id for e in events], "now": now})
     return len(events)
 
 
@@ -152,8 +176,6 @@ _CLAIM_COLUMNS = (
     Delivery.attempts,
     Delivery.schedule_from,
     Delivery.lease_token,
-    Delivery.next_attempt_at,
-    Delivery.created_at,
     Event.id.label("event_id"),
     Event.type.label("event_type"),
     Event.occurred_at,
@@ -169,25 +191,60 @@ _CLAIM_COLUMNS = (
 )
 
 
-def _due(now: datetime, status: str, busy: Iterable[str]) -> Any:
+def _due(status: str) -> list[Any]:
     """Deliveries in `status` due at `now` and not held by a live lease, outside the `busy` channels."""
-    conditions = [
-        Delivery.status == status,
-        Delivery.next_attempt_at <= now,
-        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now),
+    return [
+        DELIVERIES.c.status == status,
+        DELIVERIES.c.next_attempt_at <= _at("now"),
+        or_(DELIVERIES.c.lease_expires_at.is_(None), DELIVERIES.c.lease_expires_at < _at("now")),
+        DELIVERIES.c.channel_id.not_in(bindparam("busy", expanding=True)),
     ]
-    busy = list(busy)
-    if busy:
-        conditions.append(Delivery.channel_id.not_in(busy))
-    return and_(*conditions)
+
+
+@functools.cache
+def _any_due(status: str) -> Select[tuple[int]]:
+    return select(literal(1)).select_from(DELIVERIES).where(*_due(status)).limit(1)
+
+
+@functools.cache
+def _candidates(status: str) -> Select[Any]:
+    """Due deliveries in `status` of enabled channels, oldest due first, up to `limit`: only what
+    choosing among them needs, since most of a busy queue's candidates are left for later."""
+    return (
+        select(DELIVERIES.c.id, DELIVERIES.c.channel_id, DELIVERIES.c.next_attempt_at)
+        .join(CHANNELS, CHANNELS.c.id == DELIVERIES.c.channel_id)
+        .where(*_due(status), CHANNELS.c.disabled_at.is_(None))
+        .order_by(DELIVERIES.c.next_attempt_at)
+        .limit(bindparam("limit"))
+    )
+
+
+CLAIMED = (
+    select(*_CLAIM_COLUMNS)
+    .join(Event, Event.id == Delivery.event_id)
+    .join(Channel, Channel.id == Delivery.channel_id)
+    .join(Organization, Organization.id == Delivery.org_id)
+    .where(
+        Delivery.id.in_(bindparam("ids", expanding=True)),
+        Delivery.status.in_(DUE_STATUSES),
+        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < _at("now")),
+    )
+    # Another worker may have claimed some since they were read: those are skipped.
+    .with_for_update(of=Delivery, skip_locked=True)
+)
+
+
+LEASED = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.id.in_(bindparam("ids", expanding=True)))
+    .values(lease_token=bindparam("token"), lease_expires_at=_at("until"))
+)
 
 
 def has_due(session: Session, *, now: datetime, busy: Iterable[str]) -> bool:
-    busy = list(busy)
-    return any(
-        session.scalar(select(literal(1)).select_from(Delivery).where(_due(now, status, busy)).limit(1))
-        for status in DUE_STATUSES
-    )
+    values = {"now": now, "busy": list(busy)}
+    connection = session.connection()
+    return any(connection.execute(_any_due(status), values).first() for status in DUE_STATUSES)
 
 
 def claim_due(
@@ -196,50 +253,42 @@ def claim_due(
     cipher: Cipher,
     *,
     now: datetime,
-    free: Mapping[str, int],
+    room: Mapping[str, int],
+    fresh_room: int,
     limit: int,
     busy: Iterable[str],
 ) -> list[Claim]:
-    """Claim up to `limit` due deliveries, oldest due first, at most `free[channel]` (or the
-    per-channel cap for a channel not in `free`) of any one channel, none of the `busy` ones.
+    """Claim up to `limit` due deliveries, oldest due first, at most `room[channel]` (or
+    `fresh_room` for a channel not in it) of any one channel, none of the `busy` ones.
 
     A delivery found under an expired lease was cut short: its attempt is logged as failed here
     (or dead, if it was the schedule's last) and it is claimed to be sent again at once.
     """
-    busy = list(busy)
+    connection = session.connection()
+    values = {"now": now, "busy": list(busy), "limit": limit}
     candidates: list[Row[Any]] = []
     for status in DUE_STATUSES:
-        query = (
-            select(*_CLAIM_COLUMNS)
-            .join(Event, Event.id == Delivery.event_id)
-            .join(Channel, Channel.id == Delivery.channel_id)
-            .join(Organization, Organization.id == Delivery.org_id)
-            .where(_due(now, status, busy), Channel.disabled_at.is_(None))
-            .order_by(Delivery.next_attempt_at)
-            .limit(limit)
-            .with_for_update(of=Delivery, skip_locked=True)
-        )
-        candidates += session.execute(query).all()
+        candidates += connection.execute(_candidates(status), values).all()
     candidates.sort(key=lambda row: row.next_attempt_at)
-    room = dict(free)
-    chosen = []
+    left = dict(room)
+    picked = []
     for row in candidates:
-        left = room.get(row.channel_id, settings.notification_channel_concurrency)
-        if len(chosen) < limit and left > 0:
-            room[row.channel_id] = left - 1
-            chosen.append(row)
+        free = left.get(row.channel_id, fresh_room)
+        if len(picked) < limit and free > 0:
+            left[row.channel_id] = free - 1
+            picked.append(row.id)
+    if not picked:
+        return []
+    chosen = connection.execute(CLAIMED, {"ids": picked, "now": now}).all()
     token = new_id("lease")
     claims: list[Claim] = []
     cut_short = [row for row in chosen if row.lease_token is not None]
     given_up = _log_cut_short(session, settings, cut_short, now)
-    secrets_of: dict[str, tuple[tuple[str, ...], str | None]] = {}
     for row in chosen:
         if row.id in given_up:
             continue
         attempts = row.attempts + (row.lease_token is not None)
-        if row.channel_id not in secrets_of:
-            secrets_of[row.channel_id] = _channel_secrets(row, cipher, now)
-        channel_secrets, unsendable = secrets_of[row.channel_id]
+        channel_secrets, unsendable = _channel_secrets(row, cipher, now)
         claims.append(
             Claim(
                 delivery_id=row.id,
@@ -264,11 +313,8 @@ def claim_due(
             )
         )
     if claims:
-        session.execute(
-            update(Delivery)
-            .where(Delivery.id.in_([claim.delivery_id for claim in claims]))
-            .values(lease_token=token, lease_expires_at=now + lease(settings))
-        )
+        until = now + lease(settings)
+        connection.execute(LEASED, {"ids": [c.delivery_id for c in claims], "token": token, "until": until})
     return claims
 
 
@@ -296,8 +342,6 @@ def _log_cut_short(session: Session, settings: Settings, rows: list[Row[Any]], n
                 "last_attempt_at": now,
                 "last_response_status": None,
                 "last_error": STOPPED,
-                "lease_token": None,
-                "lease_expires_at": None,
             }
         )
         logs.append(
@@ -305,7 +349,7 @@ def _log_cut_short(session: Session, settings: Settings, rows: list[Row[Any]], n
             | {"delivery_id": row.id, "event_id": row.event_id, "next_attempt_at": None if spent else now}
         )
     _update_deliveries(session, updates)
-    session.execute(insert(DeliveryLog), logs)
+    session.connection().execute(insert(LOGS), logs)
     return dead
 
 
@@ -316,23 +360,54 @@ def _channel_secrets(row: Row[Any], cipher: Cipher, now: datetime) -> tuple[tupl
     if row.previous_secret_expires_at and row.previous_secret_expires_at > now:
         encrypted.append(row.previous_secret_encrypted)
     try:
-        return tuple(cipher.decrypt(value) for value in encrypted if value), None
+        return tuple(_decrypted(cipher, value) for value in encrypted if value), None
     except DecryptionFailed:
         return (), UNDECRYPTABLE
+
+
+@functools.lru_cache(maxsize=4096)
+def _decrypted(cipher: Cipher, ciphertext: str) -> str:
+    """A channel's secret, decrypted once per worker rather than once per delivery."""
+    return cipher.decrypt(ciphertext)
+
+
+RENEWED = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.lease_token.in_(bindparam("tokens", expanding=True)))
+    .values(lease_expires_at=_at("until"))
+)
 
 
 def renew_leases(session: Session, settings: Settings, tokens: Iterable[str], *, now: datetime) -> None:
     """Extend the leases of the deliveries claimed under `tokens` that are still being sent."""
     tokens = list(tokens)
     if tokens:
-        session.execute(
-            update(Delivery)
-            .where(Delivery.lease_token.in_(tokens))
-            .values(lease_expires_at=now + lease(settings))
-        )
+        session.connection().execute(RENEWED, {"tokens": tokens, "until": now + lease(settings)})
+
+
+RELEASED = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.id == bindparam("row_id"), DELIVERIES.c.lease_token == bindparam("token"))
+    .values(lease_token=None, lease_expires_at=None)
+)
+
+
+def release(session: Session, claims: Iterable[Claim]) -> None:
+    """Give back claims never attempted: no attempt to log, due again at once for any worker."""
+    rows = [{"row_id": claim.delivery_id, "token": claim.lease_token} for claim in claims]
+    if rows:
+        session.connection().execute(RELEASED, rows)
 
 
 # -- outcomes -----------------------------------------------------------------------------------
+
+
+CURRENT = (
+    select(DELIVERIES.c.id, DELIVERIES.c.lease_token, CHANNELS.c.disabled_at)
+    .join(CHANNELS, CHANNELS.c.id == DELIVERIES.c.channel_id)
+    .where(DELIVERIES.c.id.in_(bindparam("ids", expanding=True)))
+    .with_for_update(of=DELIVERIES)
+)
 
 
 def record(session: Session, settings: Settings, attempts: list[Attempt]) -> None:
@@ -343,14 +418,11 @@ def record(session: Session, settings: Settings, attempts: list[Attempt]) -> Non
     """
     if not attempts:
         return
+    connection = session.connection()
+    ids = [done.claim.delivery_id for done in attempts]
     current = {
         row.id: (row.lease_token, row.disabled_at is not None)
-        for row in session.execute(
-            select(Delivery.id, Delivery.lease_token, Channel.disabled_at)
-            .join(Channel, Channel.id == Delivery.channel_id)
-            .where(Delivery.id.in_([done.claim.delivery_id for done in attempts]))
-            .with_for_update(of=Delivery)
-        )
+        for row in connection.execute(CURRENT, {"ids": ids})
     }
     updates, logs = [], []
     gone: dict[str, datetime] = {}
@@ -375,8 +447,6 @@ def record(session: Session, settings: Settings, attempts: list[Attempt]) -> Non
                 "last_attempt_at": done.at,
                 "last_response_status": outcome.response_status,
                 "last_error": error,
-                "lease_token": None,
-                "lease_expires_at": None,
             }
         )
         message = claim.message
@@ -402,7 +472,7 @@ def record(session: Session, settings: Settings, attempts: list[Attempt]) -> Non
         )
     _update_deliveries(session, updates)
     if logs:
-        session.execute(insert(DeliveryLog), logs)
+        connection.execute(insert(LOGS), logs)
     for channel_id, at in gone.items():
         disable_channel(
             session,
@@ -437,20 +507,23 @@ def _log_row(
     }
 
 
-def _update_deliveries(session: Session, updates: list[dict[str, Any]]) -> None:
-    """Set each delivery's columns to its row's values, in one statement run for every row."""
-    if not updates:
-        return
-    table = Delivery.__table__
-    # Bound names apart from the columns': SQLAlchemy keeps those for itself.
-    columns = [name for name in updates[0] if name != "row_id"]
-    statement = (
-        update(table)
-        .where(table.c.id == bindparam("row_id"))
-        .values({name: bindparam(f"new_{name}") for name in columns})
+# Every column an attempt sets on its delivery; bound names apart from the columns' (SQLAlchemy
+# keeps those for itself).
+_MOVED = ("attempts", "status", "next_attempt_at", "last_attempt_at", "last_response_status", "last_error")
+MOVED_ON = (
+    update(DELIVERIES)
+    .where(DELIVERIES.c.id == bindparam("row_id"))
+    .values(
+        {name: bindparam(f"new_{name}") for name in _MOVED} | {"lease_token": None, "lease_expires_at": None}
     )
-    rows = [{"row_id": row["row_id"], **{f"new_{name}": row[name] for name in columns}} for row in updates]
-    session.execute(statement, rows)
+)
+
+
+def _update_deliveries(session: Session, updates: list[dict[str, Any]]) -> None:
+    """Set each delivery's state to its row's, releasing its lease, in one statement for every row."""
+    if updates:
+        rows = [{"row_id": row["row_id"], **{f"new_{name}": row[name] for name in _MOVED}} for row in updates]
+        session.connection().execute(MOVED_ON, rows)
 
 
 def _next_state(

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import ipaddress
 import logging
 import smtplib
 import ssl
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -45,6 +46,7 @@ from service.notifications.queue import (
     has_due,
     has_new_events,
     record,
+    release,
     renew_leases,
 )
 from service.outbound import HostUnresolved, OutboundRefused, check_outbound_url
@@ -72,28 +74,55 @@ CONNECTION_ERRORS = (
 
 
 class Slots:
-    """How many attempts are in flight, in all and per channel, and how many more each may start."""
+    """Attempts in flight and claims waiting for a slot, per channel and in all.
+
+    A channel may have `per_channel` attempts in flight and as many claims waiting to start the
+    moment one of them ends, so that a fast receiver never waits for the next database cycle; a
+    channel whose last attempt got no answer has one slot and nothing waiting, until an attempt
+    gets an answer again. The worker has `total` slots in all, given to the waiting channels in turn.
+    """
 
     def __init__(self, total: int, per_channel: int) -> None:
         self.total = total
         self.per_channel = per_channel
         self.in_flight: Counter[str] = Counter()
-        # Channels whose last attempt got no answer: one slot each until one does.
+        self.waiting: dict[str, deque[Claim]] = {}
         self.unanswering: set[str] = set()
 
-    def free_total(self) -> int:
-        return self.total - sum(self.in_flight.values())
+    def room(self) -> dict[str, int]:
+        """How many more claims each channel may take, for the channels that cannot take the most."""
+        channels = set(self.in_flight) | set(self.waiting) | self.unanswering
+        return {channel: max(0, self._most(channel) - self._held(channel)) for channel in channels}
 
-    def free(self) -> dict[str, int]:
-        """Free slots of the channels that have fewer than the usual number (the others have all)."""
-        channels = set(self.in_flight) | self.unanswering
-        return {channel: max(0, self._limit(channel) - self.in_flight[channel]) for channel in channels}
+    @property
+    def fresh_room(self) -> int:
+        """How many claims a channel with nothing held may take."""
+        return 5 * self.per_channel
+
+    def room_total(self) -> int:
+        held = sum(self.in_flight.values()) + sum(len(queue) for queue in self.waiting.values())
+        return max(0, 2 * self.total - held)
 
     def busy(self) -> list[str]:
-        return [channel for channel, free in self.free().items() if free == 0]
+        return [channel for channel, room in self.room().items() if room == 0]
 
-    def take(self, channel: str) -> None:
-        self.in_flight[channel] += 1
+    def wait(self, claim: Claim) -> None:
+        self.waiting.setdefault(claim.channel_id, deque()).append(claim)
+
+    def startable(self) -> list[Claim]:
+        """The waiting claims that may start now, taken from each channel in turn; now in flight."""
+        started = []
+        while True:
+            ready = [channel for channel in self.waiting if self.in_flight[channel] < self._limit(channel)]
+            if not ready or sum(self.in_flight.values()) >= self.total:
+                return started
+            for channel in ready:
+                if sum(self.in_flight.values()) >= self.total:
+                    return started
+                started.append(self.waiting[channel].popleft())
+                self.in_flight[channel] += 1
+                if not self.waiting[channel]:
+                    del self.waiting[channel]
 
     def release(self, channel: str, *, answered: bool) -> None:
         self.in_flight[channel] -= 1
@@ -104,14 +133,25 @@ class Slots:
         else:
             self.unanswering.add(channel)
 
+    def held(self) -> list[Claim]:
+        """Every claim waiting for a slot."""
+        return [claim for queue in self.waiting.values() for claim in queue]
+
+    def _held(self, channel: str) -> int:
+        return self.in_flight[channel] + len(self.waiting.get(channel, ()))
+
     def _limit(self, channel: str) -> int:
         return 1 if channel in self.unanswering else self.per_channel
+
+    def _most(self, channel: str) -> int:
+        """Its slots, and as many claims waiting (none for a channel that does not answer)."""
+        return 1 if channel in self.unanswering else self.fresh_room
 
 
 @dataclass(frozen=True)
 class Answer:
     status: int
-    headers: httpx.Headers
+    headers: dict[str, str]
     body: bytes
 
 
@@ -130,11 +170,8 @@ class Connections:
 
     async def post(self, url: str, headers: dict[str, str], body: bytes, timeout: float) -> Answer:
         """POST `body`; the answer with at most the first RESPONSE_BODY_BYTES of its body."""
-        parsed = httpx.URL(url)
-        scheme = parsed.raw_scheme
-        origin = httpcore.Origin(scheme, parsed.raw_host, parsed.port or (443 if scheme == b"https" else 80))
-        target = httpcore.URL(scheme=scheme, host=parsed.raw_host, port=origin.port, target=parsed.raw_path)
-        sent = [(b"Host", parsed.netloc), (b"Content-Length", str(len(body)).encode())]
+        origin, target, host = _target(url)
+        sent = [(b"Host", host), (b"Content-Length", str(len(body)).encode())]
         sent += [(name.encode(), value.encode()) for name, value in headers.items()]
         limits = dict.fromkeys(("connect", "read", "write", "pool"), timeout)
         request = httpcore.Request(
@@ -154,7 +191,7 @@ class Connections:
             await connection.aclose()
             raise
         self._keep(key, connection)
-        return Answer(response.status, httpx.Headers(response.headers), received)
+        return Answer(response.status, _header_values(response.headers), received)
 
     def _reusable(self, key: tuple[bytes, bytes, int]) -> httpcore.AsyncHTTPConnection | None:
         idle = self._idle.get(key, [])
@@ -185,6 +222,25 @@ class Connections:
             for connection in idle:
                 await connection.aclose()
         self._idle.clear()
+
+
+@functools.lru_cache(maxsize=4096)
+def _target(url: str) -> tuple[httpcore.Origin, httpcore.URL, bytes]:
+    """Where a URL's requests go: its origin, its target and its Host header (parsed once)."""
+    parsed = httpx.URL(url)
+    scheme = parsed.raw_scheme
+    origin = httpcore.Origin(scheme, parsed.raw_host, parsed.port or (443 if scheme == b"https" else 80))
+    target = httpcore.URL(scheme=scheme, host=parsed.raw_host, port=origin.port, target=parsed.raw_path)
+    return origin, target, parsed.netloc
+
+
+def _header_values(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
+    """An answer's headers by lowercase name (repeated ones joined), as many as are kept."""
+    values: dict[str, str] = {}
+    for name, value in raw[:MAX_RESPONSE_HEADERS]:
+        key, text = name.decode("latin-1").lower(), value.decode("latin-1")[:HEADER_VALUE_CHARS]
+        values[key] = f"{values[key]}, {text}" if key in values else text
+    return values
 
 
 async def _first_bytes(response: httpcore.Response, limit: int) -> bytes:
@@ -218,6 +274,7 @@ class Sender:
         self._wake: asyncio.Event | None = None
         self._finished: list[Attempt] = []
         self._in_flight: dict[asyncio.Task[None], Claim] = {}
+        self._connections = Connections(idle_per_origin=settings.notification_channel_concurrency)
         self._renewed_at = 0.0
 
     def run(self) -> None:
@@ -238,23 +295,22 @@ class Sender:
         sends = ThreadPoolExecutor(self.settings.notification_concurrency, thread_name_prefix="orgdeck-send")
         self._loop.set_default_executor(sends)
         database = ThreadPoolExecutor(1, thread_name_prefix="orgdeck-deliveries")
-        connections = Connections(idle_per_origin=self.settings.notification_channel_concurrency)
         try:
             while not self._stopping.is_set():
-                await self._cycle(database, connections)
+                await self._cycle(database)
             await self._shut_down(database)
         finally:
-            await connections.aclose()
+            await self._connections.aclose()
             database.shutdown(wait=True)
 
-    async def _cycle(self, database: ThreadPoolExecutor, connections: Connections) -> None:
+    async def _cycle(self, database: ThreadPoolExecutor) -> None:
         assert self._wake is not None
         self._wake.clear()
         done, self._finished = self._finished, []
         renew = self._leases_to_renew()
-        free, busy, limit = self.slots.free(), self.slots.busy(), self.slots.free_total()
+        room, busy, limit = self.slots.room(), self.slots.busy(), self.slots.room_total()
         try:
-            claims = await self._in(database, self._database_cycle, done, renew, free, busy, limit)
+            claims = await self._in(database, self._database_cycle, done, renew, room, busy, limit)
         except Exception:
             # The database is away or the transaction failed: keep what finished, try again later.
             logger.exception("Notification delivery cycle failed; retrying")
@@ -264,13 +320,18 @@ class Sender:
         if renew:
             self._renewed_at = time.monotonic()
         for claim in claims:
-            self.slots.take(claim.channel_id)
-            task = asyncio.create_task(self._send(claim, connections))
+            self.slots.wait(claim)
+        self._start()
+        if not done and not claims:
+            await self._connections.prune()
+            await self._rest()
+
+    def _start(self) -> None:
+        """Start an attempt for each claim that has a slot now."""
+        for claim in self.slots.startable():
+            task = asyncio.create_task(self._send(claim))
             self._in_flight[task] = claim
             task.add_done_callback(self._in_flight.pop)
-        if not done and not claims:
-            await connections.prune()
-            await self._rest()
 
     async def _rest(self) -> None:
         """Wait for an attempt to end, for the poll interval, or for stop, whichever comes first."""
@@ -282,13 +343,13 @@ class Sender:
             pass
 
     def _leases_to_renew(self) -> list[str]:
-        """The lease tokens of the attempts in flight, when a third of the lease has gone by."""
+        """The lease tokens of the claims held, when a third of the lease has gone by."""
         if time.monotonic() - self._renewed_at < self.settings.notification_lease_seconds / 3:
             return []
-        return sorted({claim.lease_token for claim in self._in_flight.values()})
+        return sorted({claim.lease_token for claim in [*self._in_flight.values(), *self.slots.held()]})
 
     def _database_cycle(
-        self, done: list[Attempt], renew: list[str], free: dict[str, int], busy: list[str], limit: int
+        self, done: list[Attempt], renew: list[str], room: dict[str, int], busy: list[str], limit: int
     ) -> list[Claim]:
         now = utcnow()
         if not done and not renew:
@@ -302,21 +363,31 @@ class Sender:
             fan_out(session, now=now)
             if not limit:
                 return []
-            return claim_due(session, self.settings, self.cipher, now=now, free=free, limit=limit, busy=busy)
+            return claim_due(
+                session,
+                self.settings,
+                self.cipher,
+                now=now,
+                room=room,
+                fresh_room=self.slots.fresh_room,
+                limit=limit,
+                busy=busy,
+            )
 
     async def _in(self, executor: ThreadPoolExecutor, call: Callable[..., T], *args: Any) -> T:
         assert self._loop is not None
         return await self._loop.run_in_executor(executor, call, *args)
 
-    async def _send(self, claim: Claim, connections: Connections) -> None:
+    async def _send(self, claim: Claim) -> None:
         try:
-            outcome = await self._attempt(claim, connections)
+            outcome = await self._attempt(claim, self._connections)
         except Exception:
             # A bug, not the receiver: the attempt fails and is retried like any other.
             logger.exception("Delivery %s: the attempt failed unexpectedly", claim.delivery_id)
             outcome = Outcome(delivered=False, error=UNEXPECTED)
-        self.slots.release(claim.channel_id, answered=not outcome.unanswered)
         self._finished.append(Attempt(claim, outcome, utcnow()))
+        self.slots.release(claim.channel_id, answered=not outcome.unanswered)
+        self._start()
         assert self._wake is not None
         self._wake.set()
 
@@ -336,7 +407,10 @@ class Sender:
         started = time.monotonic()
         try:
             async with asyncio.timeout(timeout):
-                await self._blocking(check_outbound_url, url, self.settings)
+                if _names_a_host(url):  # resolving a name blocks: in a thread
+                    await self._blocking(check_outbound_url, url, self.settings)
+                else:
+                    check_outbound_url(url, self.settings)
                 answer = await connections.post(url, headers, sent.body, timeout)
         except HostUnresolved as exc:
             return Outcome(delivered=False, error=str(exc), unanswered=True, request_headers=headers)
@@ -392,7 +466,10 @@ class Sender:
         return await self._loop.run_in_executor(None, call, *args)
 
     async def _shut_down(self, database: ThreadPoolExecutor) -> None:
-        """Let the attempts in flight end for a moment, log the rest as cut short, record all."""
+        """Give back the claims not started, let the attempts in flight end for a moment, log the
+        rest as cut short, and record them all."""
+        unstarted = self.slots.held()
+        self.slots.waiting.clear()
         if self._in_flight:
             await asyncio.wait(list(self._in_flight), timeout=SHUTDOWN_GRACE_SECONDS)
         for task, claim in list(self._in_flight.items()):
@@ -400,29 +477,25 @@ class Sender:
                 task.cancel()
                 self._finished.append(Attempt(claim, Outcome(delivered=False, error=STOPPED), utcnow()))
         done, self._finished = self._finished, []
-        if done:
-            try:
-                await self._in(database, self._record_only, done)
-            except Exception:
-                # Their leases run out and the next worker logs them as cut short.
-                logger.exception("Could not record %d attempts at shutdown", len(done))
+        try:
+            await self._in(database, self._last_cycle, done, unstarted)
+        except Exception:
+            # Their leases run out and the next worker takes them over.
+            logger.exception("Could not record %d attempts at shutdown", len(done))
 
-    def _record_only(self, done: list[Attempt]) -> None:
+    def _last_cycle(self, done: list[Attempt], unstarted: list[Claim]) -> None:
         with self.db.session(write=True) as session:
             record(session, self.settings, done)
+            release(session, unstarted)
 
 
 def _answered(answer: Answer, latency_ms: int, sent_headers: dict[str, str]) -> Outcome:
     text = answer.body.decode(errors="replace")
-    kept = {
-        name: value[:HEADER_VALUE_CHARS]
-        for name, value in list(answer.headers.items())[:MAX_RESPONSE_HEADERS]
-    }
     common = {
         "response_status": answer.status,
         "latency_ms": latency_ms,
         "request_headers": sent_headers,
-        "response_headers": kept,
+        "response_headers": answer.headers,
         "response_body": text,
     }
     if 200 <= answer.status < 300:
@@ -446,6 +519,16 @@ def _send_email(email: Any, settings: Settings) -> None:
         if settings.smtp_username:
             smtp.login(settings.smtp_username, settings.smtp_password or "")
         smtp.send_message(email)
+
+
+@functools.lru_cache(maxsize=4096)
+def _names_a_host(url: str) -> bool:
+    """Whether the URL's host is a name to look up, rather than an address."""
+    try:
+        ipaddress.ip_address(_target(url)[0].host.decode().strip("[]"))
+    except ValueError:
+        return True
+    return False
 
 
 def _elapsed_ms(started: float) -> int:

@@ -21,8 +21,9 @@ from api.errors import BadRequest
 from service.crypto import Cipher
 from service.db import utcnow
 from service.events.service import record_event
+from service.notifications.messages import Message
 from service.notifications.models import Channel, Delivery
-from service.notifications.queue import STOPPED
+from service.notifications.queue import STOPPED, Claim
 from service.notifications.sender import Slots
 from tests.conftest import wait_for
 from tests.deliveries.support import (
@@ -252,20 +253,31 @@ def test_hanging_receivers_do_not_hold_back_a_healthy_one(service, tenant, recei
         notifications.delete_channel(channel.id)
 
 
+def _claim(channel_id: str, n: int) -> Claim:
+    message = Message(f"msg_{n}", f"evt_{n}", "agent.stale", utcnow(), "org", {}, "webhook", {"url": ""})
+    return Claim(f"msg_{channel_id}_{n}", "org_1", "lease_1", 1, 0, channel_id, channel_id, message, ("s",))
+
+
 def test_slots_bound_each_channel_and_the_whole():
+    """Two slots a channel and as many claims waiting, three slots in all, given out in turn; a
+    channel whose attempt got no answer has one slot and nothing waiting until one gets an answer."""
     slots = Slots(total=3, per_channel=2)
-    slots.take("a")
-    slots.take("a")
-    assert (slots.free(), slots.busy(), slots.free_total()) == ({"a": 0}, ["a"], 1)
-    slots.take("b")
-    assert slots.free_total() == 0 and slots.free() == {"a": 0, "b": 1}
-    slots.release("a", answered=False)  # no answer: one slot until an attempt gets one
-    assert slots.free()["a"] == 0 and "a" in slots.busy()
+    for n in range(4):
+        slots.wait(_claim("a", n))
+    assert (slots.room(), slots.busy()) == ({"a": 0}, ["a"])
+    assert [c.delivery_id for c in slots.startable()] == ["msg_a_0", "msg_a_1"]
+    assert slots.room() == {"a": 0} and slots.startable() == []  # both slots in use, two waiting
+    for n in range(2):
+        slots.wait(_claim("b", n))
+    assert [c.delivery_id for c in slots.startable()] == ["msg_b_0"]  # the third and last slot
+    assert slots.room_total() == 6 - 3 - 3
     slots.release("a", answered=False)
-    assert slots.free()["a"] == 1
-    slots.take("a")
+    assert [c.delivery_id for c in slots.startable()] == ["msg_b_1"]  # "a" is down to one slot
+    assert slots.room()["a"] == 0 and "a" in slots.busy()
+    slots.release("b", answered=True)
     slots.release("a", answered=True)
-    assert slots.free() == {"b": 1} and slots.free_total() == 2  # "a" has every slot again
+    assert [c.delivery_id for c in slots.startable()] == ["msg_a_2", "msg_a_3"]
+    assert slots.room() == {"a": 2, "b": 3}
 
 
 def test_attempts_left_unfinished_by_a_stopped_worker_are_logged_then_sent(service, tenant, receiver):
