@@ -6,8 +6,9 @@ Their statements are built once and run on the session's connection with bound v
 thousand deliveries a second, building and compiling statements would cost more than running them.
 Claims are atomic: PostgreSQL skips the rows another worker is claiming (`FOR UPDATE SKIP LOCKED`),
 SQLite lets one writer in at a time (`BEGIN IMMEDIATE`). An outcome is recorded only while its
-lease is still the claimer's own. A delivery whose lease ran out was cut short by a worker that
-stopped: the next claim logs that attempt as failed, then sends it again. At least once, none lost.
+lease is still the claimer's own. A delivery whose lease ran out was held by a worker that stopped
+before recording its attempt (in flight, or claimed and about to start): the next claim logs that
+attempt as failed, saying its outcome is unknown, then sends it again. At least once, none lost.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ JITTER = 0.1
 ERROR_MAX_CHARS = 300
 DUE_STATUSES = ("pending", "failed")
 STOPPED = (
-    "The worker stopped during this attempt, so whether it arrived is unknown; the message is sent again"
+    "The worker stopped before this attempt's outcome was recorded, so whether it reached the "
+    "receiver is unknown; the message is sent again"
 )
 UNDECRYPTABLE = (
     "The channel's secret cannot be decrypted with the configured encryption keys; "

@@ -56,6 +56,9 @@ from service.webhooks import signature_headers
 logger = logging.getLogger("orgdeck.notifications")
 
 T = TypeVar("T")
+# Claims a channel may have waiting per slot: enough for a receiver answering in a millisecond or
+# two to keep every slot busy through a database cycle (about ten milliseconds under load).
+WAITING_PER_SLOT = 4
 # How long idle connections are kept for the next attempt to the same receiver.
 KEEPALIVE_SECONDS = 30.0
 # At shutdown, how long attempts in flight may take to end before they are logged as cut short.
@@ -76,10 +79,11 @@ CONNECTION_ERRORS = (
 class Slots:
     """Attempts in flight and claims waiting for a slot, per channel and in all.
 
-    A channel may have `per_channel` attempts in flight and as many claims waiting to start the
-    moment one of them ends, so that a fast receiver never waits for the next database cycle; a
-    channel whose last attempt got no answer has one slot and nothing waiting, until an attempt
-    gets an answer again. The worker has `total` slots in all, given to the waiting channels in turn.
+    A channel may have `per_channel` attempts in flight and WAITING_PER_SLOT times as many claims
+    waiting to start the moment one of them ends, so that a fast receiver never waits for the next
+    database cycle; a channel whose last attempt got no answer has one slot and nothing waiting,
+    until an attempt gets an answer again. The worker has `total` slots in all, given to the
+    waiting channels in turn.
     """
 
     def __init__(self, total: int, per_channel: int) -> None:
@@ -97,11 +101,11 @@ class Slots:
     @property
     def fresh_room(self) -> int:
         """How many claims a channel with nothing held may take."""
-        return 5 * self.per_channel
+        return (1 + WAITING_PER_SLOT) * self.per_channel
 
     def room_total(self) -> int:
         held = sum(self.in_flight.values()) + sum(len(queue) for queue in self.waiting.values())
-        return max(0, 2 * self.total - held)
+        return max(0, (1 + WAITING_PER_SLOT) * self.total - held)
 
     def busy(self) -> list[str]:
         return [channel for channel, room in self.room().items() if room == 0]
