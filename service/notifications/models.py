@@ -98,7 +98,7 @@ class Delivery(Base):
     status: Mapped[str] = mapped_column(String(20), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
     schedule_from: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=utcnow)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_response_status: Mapped[int | None] = mapped_column(Integer)
     last_error: Mapped[str | None] = mapped_column(String(500))

@@ -237,8 +237,10 @@ def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str
         payload={"test": True, "message": f"A test notification for the channel '{channel.name}'."},
     )
     # Fanned out here, to this channel only: subscribers of the event type must not receive it.
-    event.fanned_out_at = utcnow()
-    delivery = Delivery(org_id=org_id, event_id=event.id, event_type=event.type, channel_id=channel.id)
+    event.fanned_out_at = now = utcnow()
+    delivery = Delivery(
+        org_id=org_id, event_id=event.id, event_type=event.type, channel_id=channel.id, next_attempt_at=now
+    )
     session.add(delivery)
     session.flush()
     return delivery

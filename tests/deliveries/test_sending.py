@@ -296,6 +296,7 @@ def test_attempts_left_unfinished_by_a_stopped_worker_are_logged_then_sent(servi
                     event_id=event.id,
                     event_type=event.type,
                     channel_id=channel.id,
+                    next_attempt_at=utcnow(),
                     lease_token="held-by-a-worker-that-died",
                     lease_expires_at=utcnow() + timedelta(seconds=1.5),
                 )
