@@ -549,12 +549,14 @@ def test_the_demo_receiver_accepts_what_the_demo_sends(client):
 
 def test_channel_secrets_rotate_to_a_new_key(client, db, settings):
     created = client.notifications.create_channel("Rotated", "webhook", url=WEBHOOK_URL)
+    rotated = client.notifications.rotate_secret(created.id)  # the previous secret still signs
     new_key = Fernet.generate_key().decode()
     service_keys = settings.encryption_keys
     with db.session(write=True) as session:
-        assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 1
+        assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 2
     with db.session(write=True) as session:
         channel = session.get_one(Channel, created.id)
-        assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == created.signing_secret
+        assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == rotated.signing_secret
+        assert Cipher([new_key]).decrypt(channel.previous_secret_encrypted or "") == created.signing_secret
         # Back under the service's key, so that later tests on this database can still decrypt.
         rotate_channel_secrets(session, cipher=Cipher([*service_keys, new_key]))

@@ -773,5 +773,7 @@ def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> Colum
 
 
 def rotate_channel_secrets(session: Session, *, cipher: Cipher) -> int:
-    """Re-encrypt every signing secret and Slack URL under the first configured key."""
-    return reencrypt_column(session, cipher=cipher, column=Channel.secret_encrypted)
+    """Re-encrypt every signing secret (a rotated-out one still signing too) and Slack URL under
+    the first configured key."""
+    current = reencrypt_column(session, cipher=cipher, column=Channel.secret_encrypted)
+    return current + reencrypt_column(session, cipher=cipher, column=Channel.previous_secret_encrypted)
