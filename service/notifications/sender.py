@@ -7,9 +7,10 @@ ORGDECK_NOTIFICATION_CHANNEL_CONCURRENCY of them; a channel whose last attempt g
 channels with no free slot, so their waiting deliveries never stand in front of anyone else's.
 
 The loop works in cycles, each one short transaction in a thread of its own: record the attempts
-finished since the last cycle, renew the leases of those still in flight, fan new events out, and
-claim due deliveries for the free slots. Every claim then becomes a task that sends it. A cycle
-runs again as soon as a send ends, so the busier the sender, the more each cycle carries.
+finished since the last cycle, renew the leases of the claims held, fan new events out, and claim
+due deliveries for the room there is. A claim becomes a task that sends it as soon as its channel
+has a free slot; until then it waits, so that a slot that frees between cycles is used at once. A
+cycle runs again as soon as a send ends, so the busier the sender, the more each cycle carries.
 """
 
 from __future__ import annotations
