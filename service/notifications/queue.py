@@ -20,17 +20,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import BindParameter, Row, Select, bindparam, insert, literal, or_, select, update
+from sqlalchemy import Row, Select, bindparam, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.common import format_timestamp
 from service.crypto import Cipher, DecryptionFailed
-from service.db import UTCDateTime
 from service.events.models import Event
 from service.ids import new_id
 from service.notifications.messages import Message
 from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
-from service.notifications.service import disable_channel
+from service.notifications.service import disable_channel, instant
 from service.orgs.models import Organization
 from service.settings import Settings
 
@@ -97,11 +96,6 @@ class Attempt:
 # -- fan-out ------------------------------------------------------------------------------------
 
 
-def _at(name: str) -> BindParameter[datetime]:
-    """A bound instant, typed as the tables' timestamps are (a bare one reaches SQLite in another format)."""
-    return bindparam(name, type_=UTCDateTime())
-
-
 EVENTS = Event.__table__
 DELIVERIES = Delivery.__table__
 LOGS = DeliveryLog.__table__
@@ -124,7 +118,9 @@ SUBSCRIBED = (
     )
 )
 FANNED_OUT = (
-    update(EVENTS).where(EVENTS.c.id.in_(bindparam("ids", expanding=True))).values(fanned_out_at=_at("now"))
+    update(EVENTS)
+    .where(EVENTS.c.id.in_(bindparam("ids", expanding=True)))
+    .values(fanned_out_at=instant("now"))
 )
 
 
@@ -197,8 +193,8 @@ def _due(status: str) -> list[Any]:
     """Deliveries in `status` due at `now` and not held by a live lease, outside the `busy` channels."""
     return [
         DELIVERIES.c.status == status,
-        DELIVERIES.c.next_attempt_at <= _at("now"),
-        or_(DELIVERIES.c.lease_expires_at.is_(None), DELIVERIES.c.lease_expires_at < _at("now")),
+        DELIVERIES.c.next_attempt_at <= instant("now"),
+        or_(DELIVERIES.c.lease_expires_at.is_(None), DELIVERIES.c.lease_expires_at < instant("now")),
         DELIVERIES.c.channel_id.not_in(bindparam("busy", expanding=True)),
     ]
 
@@ -229,7 +225,7 @@ CLAIMED = (
     .where(
         Delivery.id.in_(bindparam("ids", expanding=True)),
         Delivery.status.in_(DUE_STATUSES),
-        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < _at("now")),
+        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < instant("now")),
     )
     # Another worker may have claimed some since they were read: those are skipped.
     .with_for_update(of=Delivery, skip_locked=True)
@@ -239,7 +235,7 @@ CLAIMED = (
 LEASED = (
     update(DELIVERIES)
     .where(DELIVERIES.c.id.in_(bindparam("ids", expanding=True)))
-    .values(lease_token=bindparam("token"), lease_expires_at=_at("until"))
+    .values(lease_token=bindparam("token"), lease_expires_at=instant("until"))
 )
 
 
@@ -376,7 +372,7 @@ def _decrypted(cipher: Cipher, ciphertext: str) -> str:
 RENEWED = (
     update(DELIVERIES)
     .where(DELIVERIES.c.lease_token.in_(bindparam("tokens", expanding=True)))
-    .values(lease_expires_at=_at("until"))
+    .values(lease_expires_at=instant("until"))
 )
 
 

@@ -524,8 +524,8 @@ def _matching(table: FromClause, filters: tuple[str, ...]) -> list[ColumnElement
     return matches
 
 
-def _at(name: str) -> BindParameter[datetime]:
-    """A bound instant, typed as the log's timestamps are (a bare one reaches SQLite in another format)."""
+def instant(name: str) -> BindParameter[datetime]:
+    """A bound instant, typed as the tables' timestamps are (a bare one reaches SQLite in another format)."""
     return bindparam(name, type_=UTCDateTime())
 
 
@@ -533,9 +533,9 @@ def _between(low: str | None, high: str | None) -> list[ColumnElement[bool]]:
     """Log rows from the bound instant named `low` (inclusive) to the one named `high` (exclusive)."""
     bounds = []
     if low:
-        bounds.append(LOG.c.created_at >= _at(low))
+        bounds.append(LOG.c.created_at >= instant(low))
     if high:
-        bounds.append(LOG.c.created_at < _at(high))
+        bounds.append(LOG.c.created_at < instant(high))
     return bounds
 
 
@@ -543,9 +543,9 @@ def _whole_hours(filters: tuple[str, ...], *, bottom: bool, top: bool) -> list[C
     """The hourly counts of the hours from `bottom` up to `top`, when the range has them."""
     hours = _matching(COUNTS, filters)
     if bottom:
-        hours.append(COUNTS.c.hour >= _at("bottom"))
+        hours.append(COUNTS.c.hour >= instant("bottom"))
     if top:
-        hours.append(COUNTS.c.hour < _at("top"))
+        hours.append(COUNTS.c.hour < instant("top"))
     return hours
 
 
@@ -655,7 +655,9 @@ def _page_statement(
         *_matching(LOG, filters), *_between("start" if start else None, "end" if end else None)
     )
     if after:
-        ids = ids.where(tuple_(LOG.c.created_at, LOG.c.id) < tuple_(_at("after_at"), bindparam("after_id")))
+        ids = ids.where(
+            tuple_(LOG.c.created_at, LOG.c.id) < tuple_(instant("after_at"), bindparam("after_id"))
+        )
     ids = ids.order_by(*NEWEST_FIRST).offset(bindparam("offset")).limit(bindparam("limit"))
     entries = select(_entry_json(dialect), LOG.c.created_at, LOG.c.id).where(LOG.c.id.in_(ids))
     return entries.order_by(*NEWEST_FIRST)
