@@ -625,6 +625,7 @@ def update(
 
 
 def enable_or_disable(channel: Channel) -> None:
+    """Disable an active channel (its events are then held) or enable a disabled one."""
     if channel.state == "active":
         if st.button(
             "Disable",
@@ -698,19 +699,15 @@ def recover_form(channel: Channel) -> None:
 
 
 def rotate(channel: Channel) -> None:
-    grace = ""
-    if channel.previous_secret_expires_at and channel.previous_secret_expires_at > datetime.now(UTC):
-        grace = (
-            f" The previous secret still signs too until "
-            f"{channel.previous_secret_expires_at:%Y-%m-%d %H:%M} UTC."
-        )
+    """Rotate a webhook channel's signing secret, behind a confirmation; say while the last one signs."""
+    until = channel.previous_secret_expires_at
+    if until and until > datetime.now(UTC):
+        st.caption(f"The previous secret still signs too until {until:%Y-%m-%d %H:%M} UTC.")
     warning = (
         f"Make a new signing secret for **{channel.name}**? It is shown once. For the grace period "
         "every delivery carries signatures by both the new and the current secret, so the receiver "
         "can switch over; after it, only the new one signs."
     )
-    if grace:
-        st.caption(grace.strip())
     if confirmed("Rotate signing secret", key=f"rotate_{channel.id}", warning=warning):
         try:
             rotated = orgdeck.notifications.rotate_secret(channel.id)
