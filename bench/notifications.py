@@ -1,6 +1,7 @@
-"""The notification log at 2,000,000 rows, and delivery throughput with one and two workers.
+"""The notification log at 2,000,000 rows; delivery throughput with one and two workers; and a
+healthy endpoint's delivery time next to ten that never answer.
 
-    .venv/bin/python bench/notifications.py                 # fresh SQLite, five to eight minutes
+    .venv/bin/python bench/notifications.py                 # fresh SQLite, six to nine minutes
     .venv/bin/python -m bench.notifications --database-url postgresql://postgres@127.0.0.1:5432/bench
 
 Seeds 2,000,000 delivery log rows over 28 days into one organization at the database level (one
@@ -13,28 +14,39 @@ The reach: the first page's median at most 2x the baseline's, the offset-100,000
 most 1.5x the first page's.
 
 Then delivery throughput: pending deliveries to a receiver on loopback, sent by one
-`python -m service worker` process and then by two, against the same database.
+`python -m service worker` process and then by two, against the same database. The reach: one
+worker at least 1,000 deliveries a second.
+
+Then isolation: eleven channels subscribed to the same events, ten of them pointing at endpoints
+that accept connections and never answer, one at the receiver; events are recorded at a steady
+rate and one worker delivers them. The reach: the healthy channel's p99 from event to receipt at
+most 1 s, while the ten hold their slots until the delivery timeout (15 s) and retry.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
+import json
+import os
 import random
+import socket
+import statistics
 import subprocess
 import sys
 import threading
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
+import uvicorn
 from sqlalchemy import func, insert, select
 
 if not __package__:  # run as a script: make the repository importable
@@ -79,9 +91,16 @@ DEEP_OFFSET = 100_000
 PAGE_SIZE = 50
 MAX_FIRST_PAGE_MEDIAN = 2.0
 MAX_DEEP_PAGE_P99 = 1.5
-DELIVERIES = 3_000
+DELIVERIES = 10_000
 WORKER_COUNTS = (1, 2)
 DELIVERY_TIMEOUT_SECONDS = 300
+MIN_DELIVERIES_PER_SECOND = 1_000
+# Long enough for a worker process to start, migrate and go idle before the deliveries arrive.
+WORKER_START_SECONDS = 4
+HANGING_ENDPOINTS = 10
+EVENTS_PER_SECOND = 20
+ISOLATION_SECONDS = 40
+MAX_HEALTHY_P99_SECONDS = 1.0
 
 
 # --- Seeding -----------------------------------------------------------------------------------
@@ -175,7 +194,7 @@ def seed_logs(db: Database, org_id: str, channel_ids: Sequence[str], now: dateti
                 with cursor.copy(statement) as copy:
                     for batch in log_rows(org_id, channel_ids, now):
                         for row in batch:
-                            copy.write_row([row[name] for name in columns])
+                            copy.write_row([row.get(name) for name in columns])
             raw.commit()
         finally:
             raw.close()
@@ -269,29 +288,75 @@ def log_verdict(baseline: Series, first: Series, deep: Series) -> str:
 # --- Delivery throughput -----------------------------------------------------------------------
 
 
-class _Receiver(BaseHTTPRequestHandler):
-    """Answers every POST 204 at once, so the figure is the workers' own."""
+@dataclass
+class Receiver:
+    """A receiver on loopback: uvicorn serving a bare ASGI app that answers 204 at once, so the
+    figures are the workers' own. It notes, per path, how long after its event each message came."""
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(204)
-        self.end_headers()
+    url: str = ""
+    delays: dict[str, list[float]] = field(default_factory=dict)
 
-    def log_message(self, *args: object) -> None:
-        pass
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        occurred = datetime.fromisoformat(json.loads(body)["timestamp"])
+        self.delays.setdefault(scope["path"], []).append(time.time() - occurred.timestamp())
+        await send({"type": "http.response.start", "status": 204, "headers": []})
+        await send({"type": "http.response.body", "body": b""})
 
 
 @contextmanager
-def loopback_receiver() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Receiver)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+def loopback_receiver() -> Iterator[Receiver]:
+    receiver = Receiver()
+    listening = socket.socket()
+    listening.bind(("127.0.0.1", 0))
+    receiver.url = f"http://127.0.0.1:{listening.getsockname()[1]}"
+    config = uvicorn.Config(receiver, log_level="warning", access_log=False, lifespan="off", backlog=1024)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [listening]}, daemon=True)
     thread.start()
+    while not server.started:
+        time.sleep(0.05)
     try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/hook"
+        yield receiver
     finally:
-        server.shutdown()
-        server.server_close()
+        server.should_exit = True
+        thread.join(timeout=10)
+        listening.close()
+
+
+@contextmanager
+def hanging_endpoints(count: int) -> Iterator[list[str]]:
+    """`count` endpoints that accept connections, read what comes and never answer."""
+    loop = asyncio.new_event_loop()
+    held: list[asyncio.StreamWriter] = []
+
+    async def hold(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        held.append(writer)
+        while await reader.read(65536):
+            pass
+
+    async def listen() -> list[asyncio.Server]:
+        return [await asyncio.start_server(hold, "127.0.0.1", 0, backlog=1024) for _ in range(count)]
+
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    servers = asyncio.run_coroutine_threadsafe(listen(), loop).result()
+    try:
+        yield [f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}/hook" for server in servers]
+    finally:
+        for server in servers:
+            loop.call_soon_threadsafe(server.close)
+        for writer in held:
+            loop.call_soon_threadsafe(writer.close)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
 
 
 def queue_deliveries(db: Database, org_id: str, channel_id: str, count: int) -> None:
@@ -313,6 +378,7 @@ def queue_deliveries(db: Database, org_id: str, channel_id: str, count: int) -> 
             "id": new_id("msg"),
             "org_id": org_id,
             "event_id": event["id"],
+            "event_type": event["type"],
             "channel_id": channel_id,
             "status": "pending",
             "attempts": 0,
@@ -333,10 +399,17 @@ class DeliveryRun:
     workers: int
     deliveries: int
     seconds: float
+    cpu_seconds: float
 
     @property
     def per_second(self) -> float:
         return (self.deliveries - 1) / self.seconds
+
+    @property
+    def per_cpu_second(self) -> float:
+        """Deliveries per second of the workers' own CPU: what a worker does on a core of its own,
+        the figure to trust on a machine shared with other work."""
+        return self.deliveries / self.cpu_seconds
 
 
 def run_workers(service: OrgdeckService, count: int, log_dir: Path) -> list[subprocess.Popen[bytes]]:
@@ -377,14 +450,14 @@ def measure_delivery(
     count: int,
     log_dir: Path,
 ) -> DeliveryRun:
-    """Queue `count` deliveries, start the workers and wait until every one is sent.
+    """Start the workers, queue `count` deliveries to one channel and wait until every one is sent.
 
     The rate is taken between the first and the last recorded attempt, so process start-up and
-    the polling of this bench are not in it.
+    the polling of this bench are not in it; the workers' CPU time from the moment the
+    deliveries are queued (they are idle by then) to the last one gives the rate per CPU-second.
     """
     (channel_id,) = create_channels(service.origin, org, receiver_url, 1, f"throughput {workers}")
     org_id = org_id_of(db, org.slug)
-    queue_deliveries(db, org_id, channel_id, count)
     pending = (
         select(func.count())
         .select_from(Delivery)
@@ -392,6 +465,9 @@ def measure_delivery(
     )
     processes = run_workers(service, workers, log_dir)
     try:
+        time.sleep(WORKER_START_SECONDS)
+        cpu_before = sum(cpu_seconds(process.pid) for process in processes)
+        queue_deliveries(db, org_id, channel_id, count)
         deadline = time.monotonic() + DELIVERY_TIMEOUT_SECONDS
         while True:
             with db.session() as session:
@@ -403,6 +479,7 @@ def measure_delivery(
                 )
                 raise BenchError(f"{workers} worker(s) did not send {count:,} deliveries:\n{logs}")
             time.sleep(0.2)
+        cpu = sum(cpu_seconds(process.pid) for process in processes) - cpu_before
     finally:
         stop_all(processes)
     with db.session() as session:
@@ -413,7 +490,113 @@ def measure_delivery(
         ).one()
     if sent != count:
         raise BenchError(f"{sent:,} of {count:,} deliveries were sent at the first attempt")
-    return DeliveryRun(workers=workers, deliveries=sent, seconds=(last - first).total_seconds())
+    return DeliveryRun(
+        workers=workers, deliveries=sent, seconds=(last - first).total_seconds(), cpu_seconds=cpu
+    )
+
+
+def cpu_seconds(pid: int) -> float:
+    """CPU time a process has used so far, all threads, user and system."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def subscribe(base_url: str, org: OrgKey, channel_ids: Sequence[str], event_type: str) -> None:
+    with httpx.Client(base_url=base_url, headers=org.headers, timeout=60) as http:
+        for channel_id in channel_ids:
+            body = {"orgSlug": org.slug, "channelId": channel_id, "eventType": event_type}
+            http.post("/api/notifications/subscriptions/subscribe", json=body).raise_for_status()
+
+
+@dataclass(frozen=True)
+class IsolationRun:
+    """The healthy channel's delays from event to receipt, and what the stuck channels logged."""
+
+    delays: list[float]
+    events: int
+    stuck_attempts: int
+    seconds: float
+
+    def percentile(self, share: float) -> float:
+        ordered = sorted(self.delays)
+        return ordered[min(len(ordered) - 1, round(share * (len(ordered) - 1)))]
+
+
+def measure_isolation(
+    service: OrgdeckService,
+    db: Database,
+    org: OrgKey,
+    receiver: Receiver,
+    hanging: Sequence[str],
+    log_dir: Path,
+) -> IsolationRun:
+    """Events at EVENTS_PER_SECOND for ISOLATION_SECONDS to ten stuck channels and a healthy one,
+    one worker sending; the healthy channel's delay of each event, measured at the receiver."""
+    stuck = [
+        create_channels(service.origin, org, url, 1, f"never answers {n}")[0] for n, url in enumerate(hanging)
+    ]
+    (healthy,) = create_channels(service.origin, org, receiver.url + "/healthy", 1, "healthy")
+    subscribe(service.origin, org, [*stuck, healthy], "deployment.complete")
+    org_id = org_id_of(db, org.slug)
+    (worker,) = run_workers(service, 1, log_dir)
+    events = 0
+    started = time.monotonic()
+    try:
+        while time.monotonic() - started < ISOLATION_SECONDS:
+            with db.session(write=True) as session:
+                now = utcnow()
+                session.execute(
+                    insert(Event),
+                    [{"id": new_id("evt"), "org_id": org_id, "type": "deployment.complete",
+                      "payload": {"jobId": f"job_{events}"}, "occurred_at": now}],
+                )  # fmt: skip
+            events += 1
+            time.sleep(max(0.0, started + events / EVENTS_PER_SECOND - time.monotonic()))
+        deadline = time.monotonic() + 60
+        while len(receiver.delays.get("/healthy", [])) < events:
+            if time.monotonic() > deadline or worker.poll() is not None:
+                raise BenchError(
+                    f"the healthy channel got {len(receiver.delays.get('/healthy', []))} of {events}"
+                )
+            time.sleep(0.1)
+        seconds = time.monotonic() - started
+    finally:
+        stop_all([worker])
+    with db.session() as session:
+        stuck_attempts = session.scalar(
+            select(func.count()).select_from(DeliveryLog).where(DeliveryLog.channel_id.in_(stuck))
+        )
+    return IsolationRun(receiver.delays["/healthy"], events, stuck_attempts or 0, seconds)
+
+
+def isolation_table(run: IsolationRun) -> str:
+    rows = [
+        [
+            f"{run.events:,}",
+            f"{statistics.median(run.delays) * 1000:.0f}",
+            f"{run.percentile(0.99) * 1000:.0f}",
+            f"{max(run.delays) * 1000:.0f}",
+            f"{run.stuck_attempts:,}",
+        ]
+    ]
+    return format_table(
+        ["healthy deliveries", "p50 ms", "p99 ms", "max ms", "attempts to the 10 that never answer"], rows
+    )
+
+
+def delivery_verdicts(runs: Sequence[DeliveryRun], isolation: IsolationRun) -> str:
+    one = runs[0].per_second
+    p99 = isolation.percentile(0.99)
+    return "\n".join(
+        [
+            f"One worker: {one:,.0f} deliveries/s, {runs[0].per_cpu_second:,.0f} per CPU-second "
+            f"(reach ≥ {MIN_DELIVERIES_PER_SECOND:,}/s): "
+            f"{'reached' if one >= MIN_DELIVERIES_PER_SECOND else 'NOT reached'}",
+            f"Healthy channel next to {HANGING_ENDPOINTS} that never answer: p99 {p99:.2f} s from event to "
+            f"receipt (reach ≤ {MAX_HEALTHY_P99_SECONDS:g} s): "
+            f"{'reached' if p99 <= MAX_HEALTHY_P99_SECONDS else 'NOT reached'}",
+        ]
+    )
 
 
 def delivery_table(runs: Sequence[DeliveryRun]) -> str:
@@ -425,10 +608,13 @@ def delivery_table(runs: Sequence[DeliveryRun]) -> str:
             f"{run.seconds:.1f}",
             f"{run.per_second:,.0f}",
             times(ratio(run.per_second, one.per_second)),
+            f"{run.cpu_seconds:.1f}",
+            f"{run.per_cpu_second:,.0f}",
         ]
         for run in runs
     ]
-    return format_table(["Workers", "deliveries", "seconds", "deliveries/s", "x 1 worker"], rows)
+    headers = ["Workers", "deliveries", "seconds", "deliveries/s", "x 1 worker", "worker CPU s", "per CPU-s"]
+    return format_table(headers, rows)
 
 
 # --- Main --------------------------------------------------------------------------------------
@@ -451,14 +637,15 @@ def main(argv: list[str] | None = None) -> int:
     env = {"ORGDECK_RUN_WORKER": "false"}
     with (
         scratch_directory() as workdir,
-        loopback_receiver() as receiver_url,
+        loopback_receiver() as receiver,
+        hanging_endpoints(HANGING_ENDPOINTS) as hanging,
         orgdeck_service(workdir, database_url=args.database_url, env=env) as service,
     ):
         org = service.create_org()
         db = open_database(service)
         try:
             now = utcnow()
-            channel_ids = create_channels(service.origin, org, receiver_url, CHANNELS, "bench")
+            channel_ids = create_channels(service.origin, org, receiver.url + "/logged", CHANNELS, "bench")
             seed_logs(db, org_id_of(db, org.slug), channel_ids, now)
             paths = log_paths(service.origin, org, channel_ids[0], now)
             targets = [
@@ -480,9 +667,10 @@ def main(argv: list[str] | None = None) -> int:
             ]
             series = measure(targets, load)
             runs = [
-                measure_delivery(service, db, org, receiver_url, workers, args.deliveries, workdir)
+                measure_delivery(service, db, org, receiver.url + "/hook", workers, args.deliveries, workdir)
                 for workers in WORKER_COUNTS
             ]
+            isolation = measure_isolation(service, db, org, receiver, hanging, workdir)
         finally:
             db.dispose()
     baseline, first, deep, cursor = series
@@ -504,6 +692,16 @@ def main(argv: list[str] | None = None) -> int:
     )
     print()
     print(delivery_table(runs))
+    print()
+    print(
+        f"Isolation: {EVENTS_PER_SECOND} events a second for {ISOLATION_SECONDS} s to {HANGING_ENDPOINTS + 1} "
+        f"subscribed channels, {HANGING_ENDPOINTS} of them at endpoints that accept and never answer; one "
+        "worker with the default slots and timeout; delay from each event to its receipt by the healthy one"
+    )
+    print()
+    print(isolation_table(isolation))
+    print()
+    print(delivery_verdicts(runs, isolation))
     return 0
 
 

@@ -1,7 +1,10 @@
-"""Notifications: how deliveries are going, the delivery log, channels and their subscriptions."""
+"""Notifications: how deliveries are going, every delivery with what was sent and what came back
+(resend), the log of attempts, channels (enable, disable, rename, recover an outage, rotate a
+secret) and their subscriptions."""
 
 from __future__ import annotations
 
+import json
 import re
 from datetime import UTC, datetime, time, timedelta
 
@@ -10,11 +13,22 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from api import ApiError
+from api.errors import NotFound
 from api.events import EVENT_TYPES
-from api.notifications import LOG_STATUSES, Channel, LogEntry, LogStats, Subscription
+from api.notifications import (
+    DELIVERY_STATUSES,
+    LOG_STATUSES,
+    Channel,
+    Delivery,
+    DeliveryAttempt,
+    DeliveryDetail,
+    LogEntry,
+    LogStats,
+    Subscription,
+)
 from components.charts import AMBER, GREEN, RED
 from components.confirm import confirmed
-from components.connection import client
+from components.connection import client, current
 from components.dates import recent_days
 from components.feedback import load, notify, show_error, show_notice
 from components.formatting import ago
@@ -24,10 +38,17 @@ PERIODS = (7, 30, 90)
 PAGE_SIZE = 50
 ANY = "Any"
 STATUS_COLOURS = {"sent": GREEN, "failed": AMBER, "dead": RED}
+# A delivery's states: waiting ones in grey, held (its channel is disabled) in blue.
+DELIVERY_COLOURS = STATUS_COLOURS | {"pending": "#6b7280", "held": "#2563eb"}
 KINDS = {"webhook": "Webhook", "slack": "Slack", "email": "Email"}
 CREATED = "created_channel"
 MATRIX = "subscription_matrix"
 LOG_PAGE = "log_page"
+DELIVERIES_PAGE = "deliveries_page"
+# The delivery whose detail is open, whichever table or lookup opened it.
+OPEN_DELIVERY = "open_delivery"
+ROTATED = "rotated_secret"
+RECOVERABLE = ["failed", "dead", "held"]
 CHART_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
 
 orgdeck = client()
@@ -145,7 +166,8 @@ def date_range(days: int) -> tuple[datetime | None, datetime | None]:
     )
 
 
-def log_table(entries: list[LogEntry]) -> None:
+def log_table(entries: list[LogEntry]) -> str | None:
+    """The attempts; the delivery of the one whose row was picked, if any."""
     # Optional values as text, so that an absent one is an empty cell rather than "None".
     table = pd.DataFrame(
         [
@@ -164,10 +186,13 @@ def log_table(entries: list[LogEntry]) -> None:
             for entry in entries
         ]
     )
-    st.dataframe(
+    picked = st.dataframe(
         table.style.map(lambda s: f"color: {STATUS_COLOURS[s]}; font-weight: 600", subset=["Status"]),
         hide_index=True,
         width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="log_table",
         column_config={
             "Time": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
             "HTTP": st.column_config.TextColumn(help="The receiver's answer"),
@@ -178,6 +203,8 @@ def log_table(entries: list[LogEntry]) -> None:
             ),
         },
     )
+    rows = picked.selection.rows
+    return entries[rows[0]].delivery_id if rows else None
 
 
 def delivery_log(channels: list[Channel], stats: LogStats) -> None:
@@ -216,7 +243,7 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
             icon=":material/info:",
         )
         return
-    log_table(page.items)
+    open_picked("log", log_table(page.items))
     pages = -(-total // PAGE_SIZE)
     first = (page_number - 1) * PAGE_SIZE + 1
     page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
@@ -224,6 +251,215 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
     count_col.caption(
         f"Attempts {first} to {first + len(page.items) - 1} of {total}, newest first · page {page_number} of {pages}"
     )
+
+
+# --- deliveries and what each one sent and got back ---------------------------------------------------
+
+
+def deliveries_table(deliveries: list[Delivery]) -> str | None:
+    """The page's deliveries; the id of the one whose row was picked, if any."""
+    table = pd.DataFrame(
+        [
+            {
+                "Created": d.created_at,
+                "Status": d.status,
+                "Event": d.event_type,
+                "Channel": d.channel_name,
+                "Attempts": d.attempts,
+                "Last answer": str(d.last_response_status or ""),
+                "Last error": d.last_error or "",
+                "Next attempt": f"{d.next_attempt_at:%Y-%m-%d %H:%M:%S}" if d.next_attempt_at else "",
+                "Message id": d.id,
+            }
+            for d in deliveries
+        ]
+    )
+    picked = st.dataframe(
+        table.style.map(lambda s: f"color: {DELIVERY_COLOURS[s]}; font-weight: 600", subset=["Status"]),
+        hide_index=True,
+        width="stretch",
+        on_select="rerun",
+        selection_mode="single-row",
+        key="deliveries_table",
+        column_config={
+            "Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm:ss"),
+            "Last answer": st.column_config.TextColumn(help="The HTTP status of the last attempt"),
+            "Last error": st.column_config.TextColumn(width="large"),
+            "Next attempt": st.column_config.TextColumn(help="When it is tried again (UTC)"),
+        },
+    )
+    rows = picked.selection.rows
+    return deliveries[rows[0]].id if rows else None
+
+
+def deliveries_section(channels: list[Channel]) -> None:
+    """Every delivery (one per event and channel) and its state; picking one opens its detail."""
+    names = {c.id: c.name for c in channels}
+    status_col, channel_col, event_col = st.columns(3)
+    statuses = status_col.multiselect(
+        "State",
+        list(DELIVERY_STATUSES),
+        placeholder="Any",
+        key="deliveries_status",
+        help="pending: not tried yet · failed: retrying · sent · dead: every retry failed · "
+        "held: its channel was disabled",
+    )
+    channel_id = channel_col.selectbox(
+        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="deliveries_channel"
+    )
+    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="deliveries_event_type")
+    filters = (tuple(statuses), channel_id, event_type)
+    page_number = paging_position(DELIVERIES_PAGE, filters, 1)
+    page = load(
+        "load the deliveries",
+        lambda: orgdeck.notifications.deliveries(
+            status=statuses or None,
+            channel_id=None if channel_id == ANY else channel_id,
+            event_type=None if event_type == ANY else event_type,
+            limit=PAGE_SIZE,
+            offset=(page_number - 1) * PAGE_SIZE,
+        ),
+    )
+    if page.items:
+        open_picked("deliveries", deliveries_table(page.items))
+        total = page.total or 0
+        pages = -(-total // PAGE_SIZE)
+        first = (page_number - 1) * PAGE_SIZE + 1
+        page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
+        page_col.number_input(
+            "Page", min_value=1, max_value=max(pages, page_number), step=1, key=DELIVERIES_PAGE
+        )
+        count_col.caption(
+            f"Deliveries {first} to {first + len(page.items) - 1} of {total}, newest first · "
+            f"page {page_number} of {pages} · pick a row to see what was sent and what came back"
+        )
+    else:
+        filtered = statuses or channel_id != ANY or event_type != ANY
+        st.info(
+            "No delivery matches these filters." if filtered else "No deliveries yet.", icon=":material/info:"
+        )
+    with st.form("find_delivery", border=False):
+        find_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
+        wanted = find_col.text_input(
+            "Find a message by its id",
+            placeholder="msg_…",
+            help="The `webhook-id` header a receiver got: the same on every attempt of one delivery.",
+        )
+        if button_col.form_submit_button("Open", width="stretch") and wanted.strip():
+            st.session_state[OPEN_DELIVERY] = wanted.strip()
+            st.rerun()
+
+
+def open_picked(table: str, delivery_id: str | None) -> None:
+    """Open the delivery of a row just picked in `table` (a row left picked does not reopen it)."""
+    seen = f"{table}_picked"
+    if delivery_id != st.session_state.get(seen):
+        st.session_state[seen] = delivery_id
+        if delivery_id:
+            st.session_state[OPEN_DELIVERY] = delivery_id
+            st.rerun()
+
+
+def delivery_detail(delivery_id: str) -> None:
+    """One delivery: its event, what every attempt sends, and each attempt with the answer to it."""
+    try:
+        detail = orgdeck.notifications.delivery(delivery_id)
+    except NotFound:
+        st.session_state.pop(OPEN_DELIVERY, None)
+        st.warning(
+            f"No delivery `{delivery_id}` in this organization (a deleted channel's deliveries go with "
+            "it; their attempts stay in the log).",
+            icon=":material/search_off:",
+        )
+        return
+    except ApiError as error:
+        show_error(error, "load the delivery")
+        return
+    with st.container(border=True):
+        title_col, resend_col, close_col = st.columns([6, 1, 1], vertical_alignment="center")
+        title_col.subheader(f"{detail.event_type} → {detail.channel_name}", anchor=False)
+        if resend_col.button("Resend", icon=":material/replay:", key="resend_delivery", width="stretch"):
+            resend(detail)
+        if close_col.button("Close", key="close_delivery", width="stretch"):
+            st.session_state.pop(OPEN_DELIVERY, None)
+            st.rerun()
+        st.markdown(delivery_summary(detail))
+        demo = detail.event.payload.get("demo")
+        if demo:
+            st.caption(f":material/info: {demo}: nothing of it was really sent.")
+        event_col, request_col = st.columns(2, gap="large")
+        with event_col:
+            st.markdown(f"**Event** `{detail.event.id}` at {detail.event.occurred_at:%Y-%m-%d %H:%M:%S} UTC")
+            st.json(detail.event.payload, expanded=2)
+        with request_col:
+            st.markdown(f"**Sent** {detail.request.method} to `{detail.request.destination}`")
+            st.code(
+                readable(detail.request.body, detail.request.content_type), language=None, wrap_lines=True
+            )
+        attempts_detail(detail.attempt_log)
+
+
+def delivery_summary(detail: DeliveryDetail) -> str:
+    colour = {"sent": "green", "failed": "orange", "dead": "red", "held": "blue"}.get(detail.status, "gray")
+    parts = [
+        f":{colour}-badge[{detail.status}]",
+        f"message `{detail.id}`",
+        f"{detail.attempts} attempt{'s' if detail.attempts != 1 else ''}",
+        f"created {ago(detail.created_at)}",
+    ]
+    if detail.next_attempt_at:
+        parts.append(f"next attempt {detail.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC")
+    return " · ".join(parts)
+
+
+def readable(body: str, content_type: str) -> str:
+    """A JSON body indented, anything else as it is."""
+    if content_type != "application/json":
+        return body
+    try:
+        return json.dumps(json.loads(body), indent=2)
+    except ValueError:
+        return body
+
+
+def attempts_detail(attempts: list[DeliveryAttempt]) -> None:
+    if not attempts:
+        st.info("No attempt yet.", icon=":material/schedule:")
+        return
+    st.markdown("**Attempts**")
+    for attempt in reversed(attempts):  # newest first, the one people look for
+        answer = f"HTTP {attempt.response_status}" if attempt.response_status else "no answer"
+        latency = f" in {attempt.latency_ms} ms" if attempt.latency_ms is not None else ""
+        title = (
+            f"#{attempt.attempt} · {attempt.status} · {answer}{latency} · "
+            f"{attempt.created_at:%Y-%m-%d %H:%M:%S} UTC"
+        )
+        with st.expander(title, expanded=attempt is attempts[-1]):
+            if attempt.error:
+                st.error(attempt.error, icon=":material/error:")
+            if attempt.next_attempt_at:
+                st.caption(f"Retried at {attempt.next_attempt_at:%Y-%m-%d %H:%M:%S} UTC")
+            sent_col, got_col = st.columns(2, gap="large")
+            with sent_col:
+                st.markdown("Request headers")
+                st.json(attempt.request_headers or {}, expanded=True)
+            with got_col:
+                st.markdown("Response headers")
+                st.json(attempt.response_headers or {}, expanded=True)
+                st.markdown("Response body (first 4 KiB)")
+                st.code(attempt.response_body or "(empty)", language=None, wrap_lines=True)
+
+
+def resend(delivery: DeliveryDetail) -> None:
+    try:
+        orgdeck.notifications.resend(delivery.id)
+    except ApiError as error:
+        show_error(error, "resend the delivery")
+    else:
+        notify(
+            f"Queued message `{delivery.id}` to **{delivery.channel_name}** again; its attempt appears "
+            "here within seconds, with the same `webhook-id`."
+        )
 
 
 # --- channels ---------------------------------------------------------------------------------------
@@ -356,8 +592,153 @@ def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
             notify(f"Deleted channel **{channel.name}** and its subscriptions; its delivery logs are kept.")
 
 
+def channel_controls(channel: Channel) -> None:
+    """Enable or disable, rename, recover since a time, rotate the signing secret."""
+    state_col, rename_col = st.columns([1, 2], vertical_alignment="bottom")
+    with state_col:
+        enable_or_disable(channel)
+    with rename_col, st.form(f"rename_{channel.id}", border=False):
+        name_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
+        name = name_col.text_input("Name", value=channel.name, max_chars=200, key=f"rename_{channel.id}_name")
+        if button_col.form_submit_button("Rename", width="stretch") and name.strip() != channel.name:
+            update(
+                channel,
+                f"rename **{channel.name}**",
+                f"Renamed **{channel.name}** to **{name.strip()}**.",
+                name=name.strip(),
+            )
+    recover_form(channel)
+    if channel.kind == "webhook":
+        rotate(channel)
+
+
+def update(
+    channel: Channel, action: str, done: str, *, name: str | None = None, enabled: bool | None = None
+) -> None:
+    """Change the channel (what is not given stays) and say so, or say why not."""
+    try:
+        orgdeck.notifications.update_channel(channel.id, name=name, enabled=enabled)
+    except ApiError as error:
+        show_error(error, action)
+    else:
+        notify(done)
+
+
+def enable_or_disable(channel: Channel) -> None:
+    """Disable an active channel (its events are then held) or enable a disabled one."""
+    if channel.state == "active":
+        if st.button(
+            "Disable",
+            icon=":material/pause_circle:",
+            key=f"disable_{channel.id}",
+            width="stretch",
+            help="Stop sending to it: its events are kept as held deliveries until you enable it "
+            "and recover them.",
+        ):
+            update(
+                channel,
+                f"disable **{channel.name}**",
+                f"Disabled **{channel.name}**: its events are held, not sent, until you enable it and recover them.",
+                enabled=False,
+            )
+        return
+    if st.button(
+        "Enable", icon=":material/play_circle:", key=f"enable_{channel.id}", width="stretch", type="primary"
+    ):
+        update(
+            channel,
+            f"enable **{channel.name}**",
+            f"Enabled **{channel.name}**. What was held while it was disabled waits: recover it below.",
+            enabled=True,
+        )
+
+
+def recover_form(channel: Channel) -> None:
+    """Send a channel's failed, dead and held deliveries again, from a time on (an outage's start)."""
+    waiting = load(
+        "count the deliveries to recover",
+        lambda: orgdeck.notifications.deliveries(channel_id=channel.id, status=RECOVERABLE, limit=1).total,
+    )
+    since_default = channel.disabled_at or datetime.now(UTC) - timedelta(days=1)
+    with st.form(f"recover_{channel.id}", border=True):
+        st.markdown(
+            f"**Recover** · {waiting or 'no'} failed, dead or held deliver{'y' if waiting == 1 else 'ies'} "
+            "to this channel. After an outage, send again everything that did not get through since it began."
+        )
+        day_col, time_col, button_col = st.columns([2, 2, 2], vertical_alignment="bottom")
+        day = day_col.date_input(
+            "Since (UTC day)",
+            value=since_default.date(),
+            format="YYYY-MM-DD",
+            key=f"recover_{channel.id}_day",
+        )
+        moment = time_col.time_input(
+            "Time (UTC)",
+            value=since_default.time().replace(microsecond=0),
+            key=f"recover_{channel.id}_time",
+            step=60,
+        )
+        if button_col.form_submit_button(
+            "Recover",
+            icon=":material/replay:",
+            width="stretch",
+            disabled=channel.state == "disabled" or not waiting,
+        ):
+            since = datetime.combine(day, moment, tzinfo=UTC)
+            try:
+                recovered = orgdeck.notifications.recover(channel.id, since)
+            except ApiError as error:
+                show_error(error, "recover the deliveries")
+            else:
+                notify(
+                    f"Queued {recovered.recovered} deliver{'y' if recovered.recovered == 1 else 'ies'} to "
+                    f"**{channel.name}** made since {since:%Y-%m-%d %H:%M} UTC; they are sent now."
+                )
+        if channel.state == "disabled":
+            st.caption("Enable the channel first: recovered deliveries are sent at once.")
+
+
+def rotate(channel: Channel) -> None:
+    """Rotate a webhook channel's signing secret, behind a confirmation; say while the last one signs."""
+    until = channel.previous_secret_expires_at
+    if until and until > datetime.now(UTC):
+        st.caption(f"The previous secret still signs too until {until:%Y-%m-%d %H:%M} UTC.")
+    warning = (
+        f"Make a new signing secret for **{channel.name}**? It is shown once. For the grace period "
+        "every delivery carries signatures by both the new and the current secret, so the receiver "
+        "can switch over; after it, only the new one signs."
+    )
+    if confirmed("Rotate signing secret", key=f"rotate_{channel.id}", warning=warning):
+        try:
+            rotated = orgdeck.notifications.rotate_secret(channel.id)
+        except ApiError as error:
+            show_error(error, "rotate the signing secret")
+        else:
+            until = rotated.previous_secret_expires_at
+            st.session_state[ROTATED] = {
+                "name": rotated.name,
+                "secret": rotated.signing_secret,
+                "until": f"{until:%Y-%m-%d %H:%M} UTC" if until else None,
+            }
+            notify(f"Rotated the signing secret of **{rotated.name}**.")
+
+
+def rotated_secret() -> None:
+    """A channel's new signing secret, on the run right after the rotation only."""
+    rotated = st.session_state.pop(ROTATED, None)
+    if rotated is None:
+        return
+    until = f" The previous one keeps signing too until {rotated['until']}." if rotated["until"] else ""
+    st.warning(
+        f"The new signing secret of **{rotated['name']}** is shown this once: put it in the receiver now.{until}",
+        icon=":material/key:",
+    )
+    st.code(rotated["secret"], language=None)
+
+
 def channels_section(channels: list[Channel], subscriptions: list[Subscription]) -> None:
     created_secret()
+    rotated_secret()
     if channels:
         channels_table(channels, subscriptions)
     else:
@@ -373,6 +754,7 @@ def channels_section(channels: list[Channel], subscriptions: list[Subscription])
             format_func=lambda c: f"{by_id[c].name} ({by_id[c].kind})",
             key="channel_choice",
         )
+        channel_controls(by_id[chosen])
         manage_channel(by_id[chosen], subscriptions)
 
 
@@ -480,10 +862,19 @@ if not channels and not stats.per_channel:
     )
 summary(stats)
 charts(stats)
+if current().embedded:
+    st.caption(
+        ":material/info: This is the embedded demo: the month before today is made-up history (with an "
+        "outage and one dead delivery); what it delivers now goes to a receiver it runs on this machine."
+    )
+if st.session_state.get(OPEN_DELIVERY):
+    delivery_detail(st.session_state[OPEN_DELIVERY])
 
-log_tab, channels_tab, subscriptions_tab = st.tabs(
-    ["Delivery log", f"Channels ({len(channels)})", "Subscriptions"]
+deliveries_tab, log_tab, channels_tab, subscriptions_tab = st.tabs(
+    ["Deliveries", "Delivery log", f"Channels ({len(channels)})", "Subscriptions"]
 )
+with deliveries_tab:
+    deliveries_section(channels)
 with log_tab:
     delivery_log(channels, stats)
 with channels_tab:

@@ -1,7 +1,8 @@
 """Demo data for the embedded console: a living organization on first run, not empty pages.
 
 Seeding goes through the public client, so it exercises the same paths as any user, and every step
-checks what exists first, so running it again changes nothing. Each area adds its own step.
+checks what exists first, so running it again changes nothing. Each area adds its own step;
+notifications come last, pointed at the receiver the embedded service runs for them.
 """
 
 from __future__ import annotations
@@ -34,10 +35,10 @@ STEPS = (
     seed_registries,
     seed_agents,
     seed_deployments,
-    seed_notifications,
 )
 
 
-def seed(client: OrgdeckClient) -> None:
+def seed(client: OrgdeckClient, *, receiver_url: str) -> None:
     for step in STEPS:
         step(client)
+    seed_notifications(client, receiver_url=receiver_url)

@@ -11,10 +11,11 @@ from api import OrgdeckClient
 from api.errors import Unauthorized
 from service import demo
 from service.api_keys.service import create_key
+from service.crypto import cipher_for
 from service.db import Database
 from service.deployments.demo import seed_deployment_history
 from service.migrate import upgrade
-from service.notifications.demo import seed_delivery_history
+from service.notifications.demo import DemoReceiver, seed_delivery_history
 from service.orgs.service import create_org, get_org
 from service.server import ServerThread
 from service.settings import Settings
@@ -31,6 +32,7 @@ class Embedded:
     api_key: str
     org_slug: str
     server: ServerThread
+    receiver: DemoReceiver
 
 
 def start(settings: Settings) -> Embedded:
@@ -42,15 +44,22 @@ def start(settings: Settings) -> Embedded:
     db = Database(settings.resolved_database_url)
     upgrade(db)
     server = ServerThread(settings).start()
+    # Where the demo's channels deliver: on this machine, accepting everything they send.
+    receiver = DemoReceiver().start()
     api_key = _demo_key(db, settings.data_dir / KEY_FILE, server.url)
     with OrgdeckClient(server.url, api_key, org_slug=DEMO_ORG) as client:
-        demo.seed(client)
+        demo.seed(client, receiver_url=receiver.url)
     # Past deliveries cannot be made through the API (it stamps them now): written directly, once.
-    seed_delivery_history(db, org_slug=DEMO_ORG, retry_schedule=settings.notification_retry_schedule)
+    seed_delivery_history(
+        db,
+        org_slug=DEMO_ORG,
+        retry_schedule=settings.notification_retry_schedule,
+        cipher=cipher_for(settings),
+    )
     seed_deployment_history(db, org_slug=DEMO_ORG)
     db.dispose()
     logger.info("Embedded service on %s, organization %s", server.url, DEMO_ORG)
-    return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server)
+    return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server, receiver=receiver)
 
 
 def _demo_key(db: Database, key_file: Path, url: str) -> str:

@@ -26,6 +26,10 @@ class OutboundRefused(Exception):
     """A URL the service will not call; the message says why and what the operator can do."""
 
 
+class HostUnresolved(OutboundRefused):
+    """A host name that does not resolve now: unlike a refusal, it may resolve on a later try."""
+
+
 def check_url_syntax(url: str) -> None:
     """Refuse what can never be called: another scheme, no host, credentials in the URL."""
     parts = urlsplit(url)
@@ -60,7 +64,7 @@ def _resolve(host: str, port: int | None) -> list[IPAddress]:
     try:
         answers = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
     except OSError as exc:
-        raise OutboundRefused(f"'{host}' cannot be resolved: {exc.strerror or exc}") from exc
+        raise HostUnresolved(f"'{host}' cannot be resolved: {exc.strerror or exc}") from exc
     # An IPv6 answer may carry a scope ("fe80::1%eth0"): the address is what comes before it.
     return [ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers]
 

@@ -61,7 +61,24 @@ class Settings(BaseSettings):
     )
     notification_timeout_seconds: float = Field(15.0, gt=0, le=120, description="Per delivery attempt.")
     notification_lease_seconds: float = Field(
-        60.0, gt=0, description="How long a claimed delivery is held before another worker may resume it."
+        60.0,
+        gt=0,
+        description="How long a worker holds a claimed delivery without renewing it before another "
+        "worker may take it over (the holder renews it every third of this while it sends).",
+    )
+    notification_concurrency: int = Field(
+        128, ge=1, le=1000, description="Deliveries one worker sends at once, to every channel together."
+    )
+    notification_channel_concurrency: int = Field(
+        8, ge=1, le=1000, description="Deliveries one worker sends at once to one channel."
+    )
+    notification_poll_seconds: float = Field(
+        0.2, gt=0, le=10, description="How often a sender with nothing to do looks for new events."
+    )
+    notification_secret_grace_seconds: float = Field(
+        86400.0,
+        ge=0,
+        description="How long a webhook channel's previous signing secret still signs after a rotation.",
     )
 
     @field_validator(

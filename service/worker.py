@@ -1,4 +1,6 @@
-"""The background worker: runs every area's tasks in a loop (deployment jobs, deliveries, checks).
+"""The background worker: runs every area's tasks in a loop (deployment jobs, state checks), and
+beside it the notification sender, whose own loop sends many deliveries at once (see
+service/notifications/sender.py), so that neither ever waits for the other.
 
 A task is a function `(db, settings) -> bool` that does one bounded unit of work in its own
 transactions and says whether it found any, so the loop runs again at once while there is work and
@@ -19,7 +21,7 @@ from service.db import Database
 from service.deployments.runner import run_deployment_jobs
 from service.deployments.states import check_due_states
 from service.idempotency.service import expire_keys
-from service.notifications.delivery import fan_out_events, send_due_deliveries
+from service.notifications.sender import Sender
 from service.settings import Settings
 
 logger = logging.getLogger("orgdeck.worker")
@@ -29,7 +31,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return [run_deployment_jobs, check_due_states, fan_out_events, send_due_deliveries, expire_keys]
+    return [run_deployment_jobs, check_due_states, expire_keys]
 
 
 class Worker:
@@ -37,6 +39,7 @@ class Worker:
         self.db = db
         self.settings = settings
         self.tasks = list(registered_tasks() if tasks is None else tasks)
+        self.sender = Sender(db, settings)
         self._stop = threading.Event()
 
     def run_once(self) -> bool:
@@ -51,12 +54,29 @@ class Worker:
         return busy
 
     def run(self) -> None:
+        """Run the tasks and the sender until `stop`."""
+        sender = threading.Thread(target=self._send, name="orgdeck-notifications", daemon=True)
+        sender.start()
+        try:
+            while not self._stop.is_set():
+                if not self.run_once():
+                    self._stop.wait(self.settings.worker_idle_seconds)
+        finally:
+            self.sender.stop()
+            sender.join()
+
+    def _send(self) -> None:
+        """The sender's loop, started again after a pause should it ever fail."""
         while not self._stop.is_set():
-            if not self.run_once():
+            try:
+                self.sender.run()
+            except Exception:
+                logger.exception("The notification sender failed; starting it again")
                 self._stop.wait(self.settings.worker_idle_seconds)
 
     def stop(self) -> None:
         self._stop.set()
+        self.sender.stop()
 
 
 def start_in_thread(db: Database, settings: Settings) -> tuple[Worker, threading.Thread]:

@@ -60,7 +60,9 @@ def fuzzed_service(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[s
             provider_timeout_seconds=2,
         )
         server = ServerThread(settings).start()
-        slug, key = create_org_with_key(db, slug=f"fuzz-{uuid.uuid4().hex[:8]}", name="Fuzz", key_name="fuzzer")
+        slug, key = create_org_with_key(
+            db, slug=f"fuzz-{uuid.uuid4().hex[:8]}", name="Fuzz", key_name="fuzzer"
+        )
         yield server.url, slug, key
         server.stop()
         db.dispose()

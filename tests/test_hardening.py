@@ -252,7 +252,9 @@ def test_a_parameter_given_twice_is_refused_unless_it_is_a_list(http, org):
     twice = http.get(f"fleets?orgSlug={org.slug}&orgSlug=other", headers=org.headers)
     error = assert_refused(twice, "orgSlug")
     assert "more than once" in error["message"]
-    listed = http.get(f"agents/deployment-jobs?orgSlug={org.slug}&status=error&status=partial", headers=org.headers)
+    listed = http.get(
+        f"agents/deployment-jobs?orgSlug={org.slug}&status=error&status=partial", headers=org.headers
+    )
     assert listed.status_code == 200, listed.text
 
 

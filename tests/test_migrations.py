@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
+from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
+from sqlalchemy import Connection, MetaData, text
 
+from service.db import Database
+from service.migrate import alembic_config
 from service.models import Base
+from tests.conftest import scratch_database
 
 
 def test_migrated_schema_matches_the_models(db):
@@ -13,3 +20,94 @@ def test_migrated_schema_matches_the_models(db):
         context = MigrationContext.configure(connection, opts={"compare_type": True})
         differences = compare_metadata(context, Base.metadata)
     assert differences == []
+
+
+def test_delivery_records_upgrade_fills_existing_rows_and_downgrades(tmp_path):
+    """0015 on a database holding deliveries of the earlier schema: each gets its event type, a
+    tried pending one becomes `failed` with its last attempt; down and up again leaves the schema
+    the models describe."""
+    with scratch_database(tmp_path) as url:
+        db = Database(url)
+        config = alembic_config(db)
+        try:
+            command.upgrade(config, "heads")
+            command.downgrade(config, "0014_deployment_month_rollups")
+            with db.engine.begin() as connection:
+                _earlier_deliveries(connection)
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                rows = connection.execute(
+                    text(
+                        "SELECT id, event_type, status, last_response_status, last_error "
+                        "FROM notification_deliveries ORDER BY id"
+                    )
+                ).all()
+            assert [tuple(row) for row in rows] == [
+                ("msg_1", "deployment.error", "failed", 500, "HTTP 500"),
+                ("msg_2", "agent.stale", "pending", None, None),
+            ]
+            command.downgrade(config, "0014_deployment_month_rollups")
+            with db.engine.connect() as connection:
+                statuses = connection.execute(text("SELECT status FROM notification_deliveries")).scalars()
+                assert sorted(statuses) == ["pending", "pending"]
+                # The log's counting triggers survive the way down.
+                connection.execute(text("DELETE FROM notification_logs"))
+                counted = connection.execute(text("SELECT SUM(attempts) FROM notification_log_counts"))
+                assert counted.scalar_one() == 0
+                connection.rollback()
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                context = MigrationContext.configure(connection, opts={"compare_type": True})
+                assert compare_metadata(context, Base.metadata) == []
+        finally:
+            db.dispose()
+
+
+def _earlier_deliveries(connection: Connection) -> None:
+    """An organization, a channel, two events and their deliveries, one tried once, in 0014's schema."""
+    now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    rows = {
+        "organizations": [{"id": "org_1", "slug": "acme", "name": "Acme", "created_at": now}],
+        "notification_channels": [
+            {
+                "id": "ch_1",
+                "org_id": "org_1",
+                "name": "Hook",
+                "kind": "webhook",
+                "config": {},
+                "created_at": now,
+            }
+        ],
+        "events": [
+            {"id": "evt_1", "org_id": "org_1", "type": "deployment.error", "payload": {}, "occurred_at": now},
+            {"id": "evt_2", "org_id": "org_1", "type": "agent.stale", "payload": {}, "occurred_at": now},
+        ],
+        "notification_deliveries": [
+            {"id": "msg_1", "event_id": "evt_1", "attempts": 1},
+            {"id": "msg_2", "event_id": "evt_2", "attempts": 0},
+        ],
+        "notification_logs": [
+            {
+                "id": "log_1",
+                "org_id": "org_1",
+                "delivery_id": "msg_1",
+                "event_id": "evt_1",
+                "event_type": "deployment.error",
+                "channel_id": "ch_1",
+                "channel_name": "Hook",
+                "channel_kind": "webhook",
+                "attempt": 1,
+                "status": "failed",
+                "response_status": 500,
+                "error": "HTTP 500",
+                "created_at": now,
+            }
+        ],
+    }
+    for delivery in rows["notification_deliveries"]:
+        delivery |= {"org_id": "org_1", "channel_id": "ch_1", "status": "pending", "created_at": now}
+        delivery["next_attempt_at"] = now
+    metadata = MetaData()
+    metadata.reflect(connection, only=list(rows))
+    for table, values in rows.items():
+        connection.execute(metadata.tables[table].insert(), values)

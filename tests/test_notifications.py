@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -14,14 +15,20 @@ from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
 from api.events import EVENT_TYPES
 from api.notifications import LogEntry
-from service.crypto import Cipher
+from service.crypto import Cipher, cipher_for
 from service.db import Database
 from service.events.models import Event
-from service.notifications.demo import DEMO_CHANNELS, seed_delivery_history, seed_notifications
+from service.notifications.demo import (
+    DEMO_CHANNELS,
+    DEMO_NOTE,
+    DemoReceiver,
+    seed_delivery_history,
+    seed_notifications,
+)
 from service.notifications.models import Channel, Delivery, DeliveryLog
 from service.notifications.service import rotate_channel_secrets
 from service.orgs.models import Organization
-from tests.conftest import Org, raw_database_contains
+from tests.conftest import Org, raw_database_contains, wait_for
 
 WEBHOOK_URL = "https://hooks.example.com/orgdeck"
 SLACK_URL = "https://hooks.slack.com/services/T000/B000/slack-url-is-a-credential"
@@ -462,19 +469,23 @@ def test_log_stats_of_another_org_are_not_counted(client, db, org, other_org, se
 
 
 def test_demo_channels_and_history_are_realistic_and_written_once(client, db, org, settings):
-    seed_notifications(client)
-    seed_notifications(client)
+    seed_notifications(client, receiver_url="http://127.0.0.1:8081")
+    # The next start's receiver listens on another port: the channels follow it, nothing doubles.
+    seed_notifications(client, receiver_url="http://127.0.0.1:8082")
     channels = client.notifications.list_channels().items
     assert sorted(c.name for c in channels) == sorted(DEMO_CHANNELS)
     # Nothing the demo delivers can leave this machine.
     assert {urlsplit(c.config["url"]).hostname for c in channels} == {"127.0.0.1"}
+    (webhook,) = [c for c in channels if c.kind == "webhook"]
+    assert webhook.config["url"] == "http://127.0.0.1:8082" + DEMO_CHANNELS[webhook.name].path
     subscribed = {(s.channel_id, s.event_type) for s in client.notifications.list_subscriptions().items}
     assert len(subscribed) == sum(len(demo.event_types) for demo in DEMO_CHANNELS.values())
 
     schedule = settings.notification_retry_schedule
-    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule)
+    cipher = cipher_for(settings)
+    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule, cipher=cipher)
     history = client.notifications.logs(limit=1000).items
-    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule)
+    seed_delivery_history(db, org_slug=org.slug, retry_schedule=schedule, cipher=cipher)
     assert client.notifications.logs(limit=1000).total == len(history) > 100
 
     now = datetime.now(UTC)
@@ -492,23 +503,60 @@ def test_demo_channels_and_history_are_realistic_and_written_once(client, db, or
         c.created_at < min(e.created_at for e in history) for c in client.notifications.list_channels().items
     )
 
+    # The deliveries agree with their attempts, and say they are demo data.
+    deliveries = client.notifications.deliveries(limit=1000)
+    assert deliveries.total == len(by_delivery)
+    assert sorted(d.status for d in deliveries.items) == sorted(outcomes)
+    (dead_delivery,) = client.notifications.deliveries(status=["dead"]).items
+    detail = client.notifications.delivery(dead_delivery.id)
+    assert detail.event.payload["demo"] == DEMO_NOTE
+    assert [a.status for a in detail.attempt_log] == dead
+    assert detail.last_error == detail.attempt_log[-1].error and detail.last_response_status == 503
+    assert detail.attempt_log[0].request_headers["webhook-id"] == dead_delivery.id
+    assert detail.attempt_log[0].request_headers["webhook-signature"].startswith("v1,")
+
     # Finished deliveries and fanned-out events: nothing for a worker to pick up and send.
     with db.session() as session:
         org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
-        pending = select(func.count()).where(Delivery.org_id == org_id, Delivery.status == "pending")
-        assert session.scalar(pending) == 0
+        waiting = select(func.count()).where(
+            Delivery.org_id == org_id, Delivery.status.in_(["pending", "failed"])
+        )
+        assert session.scalar(waiting) == 0
         waiting = select(func.count()).where(Event.org_id == org_id, Event.fanned_out_at.is_(None))
         assert session.scalar(waiting) == 0
 
 
+def test_the_demo_receiver_accepts_what_the_demo_sends(client):
+    receiver = DemoReceiver().start()
+    try:
+        seed_notifications(client, receiver_url=receiver.url)
+        for channel in client.notifications.list_channels().items:
+            client.notifications.test_channel(channel.id)
+        sent = wait_for(
+            lambda: (page := client.notifications.deliveries(status=["sent"])).total == 2 and page.items,
+            what="both demo channels' test deliveries sent",
+        )
+    finally:
+        receiver.stop()
+    for delivery in sent:
+        (attempt,) = client.notifications.delivery(delivery.id).attempt_log
+        assert (attempt.status, attempt.response_status) == ("sent", 200)
+        assert json.loads(attempt.response_body or "") == {
+            "received": True,
+            "by": "the Orgdeck demo receiver",
+        }
+
+
 def test_channel_secrets_rotate_to_a_new_key(client, db, settings):
     created = client.notifications.create_channel("Rotated", "webhook", url=WEBHOOK_URL)
+    rotated = client.notifications.rotate_secret(created.id)  # the previous secret still signs
     new_key = Fernet.generate_key().decode()
     service_keys = settings.encryption_keys
     with db.session(write=True) as session:
-        assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 1
+        assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 2
     with db.session(write=True) as session:
         channel = session.get_one(Channel, created.id)
-        assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == created.signing_secret
+        assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == rotated.signing_secret
+        assert Cipher([new_key]).decrypt(channel.previous_secret_encrypted or "") == created.signing_secret
         # Back under the service's key, so that later tests on this database can still decrypt.
         rotate_channel_secrets(session, cipher=Cipher([*service_keys, new_key]))

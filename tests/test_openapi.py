@@ -65,7 +65,9 @@ def test_errors_are_documented_where_they_can_occur(document):
             assert responses[status]["content"]["application/json"]["schema"] == error, (path, status)
 
 
-def integer_schemas(schema: Any, components: dict[str, Any], seen: frozenset[str] = frozenset()) -> Iterator[dict]:
+def integer_schemas(
+    schema: Any, components: dict[str, Any], seen: frozenset[str] = frozenset()
+) -> Iterator[dict]:
     """Every integer schema reachable from `schema`, following references."""
     if isinstance(schema, dict):
         reference = schema.get("$ref")

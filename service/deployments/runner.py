@@ -9,14 +9,10 @@ the run holding the current lease may finish a job, so two runs never both recor
 
 from __future__ import annotations
 
-import base64
-import hashlib
-import hmac
 import json
 import logging
 import re
 import threading
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -43,6 +39,7 @@ from service.events.service import record_event
 from service.ids import new_id
 from service.outbound import OutboundRefused, check_outbound_url
 from service.settings import Settings
+from service.webhooks import signature_headers
 
 logger = logging.getLogger("orgdeck.deployments")
 
@@ -215,22 +212,9 @@ def _with_secrets(value: Any, secrets: dict[str, str]) -> Any:
     return value
 
 
-def signature(key: str, message_id: str, timestamp: str, body: bytes) -> str:
-    """The Standard Webhooks signature: `v1,` + base64 HMAC-SHA256 of `id.timestamp.body`."""
-    secret = base64.b64decode(key.removeprefix("whsec_"))
-    signed = f"{message_id}.{timestamp}.".encode() + body
-    return "v1," + base64.b64encode(hmac.new(secret, signed, hashlib.sha256).digest()).decode()
-
-
 def _post_signed(url: str, manifest: dict[str, Any], *, message_id: str, key: str) -> httpx.Response:
     body = json.dumps(manifest, separators=(",", ":")).encode()
-    timestamp = str(int(time.time()))
-    headers = {
-        "content-type": "application/json",
-        "webhook-id": message_id,
-        "webhook-timestamp": timestamp,
-        "webhook-signature": signature(key, message_id, timestamp, body),
-    }
+    headers = {"content-type": "application/json", **signature_headers(message_id, body, [key])}
     return httpx.post(url, content=body, headers=headers, timeout=WEBHOOK_TIMEOUT_SECONDS)
 
 

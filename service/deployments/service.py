@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
 import functools
 import hashlib
 import re
-import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -29,6 +27,7 @@ from service.errors import InvalidCursor, InvalidInput, NotFound
 from service.fleets.service import get_fleet
 from service.ids import is_id
 from service.tools.models import Tool
+from service.webhooks import new_secret
 
 # Values of providerConfig keys named like credentials are never shown in a diff (compared with
 # separators and case removed, so `api_key`, `apiKey` and `API-KEY` are alike; `maxTokens` is not).
@@ -44,7 +43,6 @@ SENSITIVE_KEY_PARTS = (
 )
 SENSITIVE_KEYS = frozenset({"token", "auth", "authorization"})
 REDACTED = "[redacted]"
-SIGNING_KEY_PREFIX = "whsec_"
 
 
 @dataclass(frozen=True)
@@ -240,7 +238,7 @@ def create_signing_key(
 ) -> tuple[DeploymentSigningKey, str]:
     """A new signing key for the environment's webhook target (replacing any), and its value."""
     environment = _environment(session, org_id=org_id, environment_id=environment_id)
-    value = SIGNING_KEY_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode()
+    value = new_secret()
     key = session.get(DeploymentSigningKey, environment.id)
     if key is None:
         key = DeploymentSigningKey(environment_id=environment.id, org_id=org_id, ciphertext="")

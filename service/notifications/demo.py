@@ -1,18 +1,20 @@
-"""Demo notification channels and subscriptions, and a month of their deliveries.
+"""Demo notification channels and subscriptions, a receiver for them, and a month of deliveries.
 
-Both channels point at the discard port on loopback, where nothing listens: whatever the demo
-delivers now fails at once with "connection refused", is retried on the schedule and ends dead,
-and no outside host is ever called. The month before (successes, retries, an outage with a dead
-delivery) cannot be made through the API, which stamps every attempt with the current time, so
-`seed_delivery_history` writes it into the database, once, as finished deliveries that no worker
-will pick up again.
+The channels deliver to a receiver the embedded service runs on loopback, which accepts every
+message: what the demo sends now gets through, and no outside host is ever called. The month
+before (successes, retries, an outage with a dead delivery) cannot be made through the API, which
+stamps every attempt with the current time, so `seed_delivery_history` writes it into the database,
+once, as finished deliveries that no worker will pick up again. Its events say they are demo data.
 """
 
 from __future__ import annotations
 
+import json
 import random
+import threading
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, time, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from sqlalchemy import select
@@ -20,49 +22,100 @@ from sqlalchemy.orm import Session
 
 from api import OrgdeckClient
 from service.agents.demo import DEMO_AGENTS
+from service.crypto import Cipher
 from service.db import Base, Database, utcnow
 from service.environments.demo import DEMO_ENVIRONMENTS
 from service.events.models import Event
 from service.ids import new_id
+from service.notifications.messages import JSON, USER_AGENT, Message, webhook_json
 from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
 from service.orgs.service import get_org
+from service.webhooks import signature_headers
 
-# The discard port: nothing listens there, so a delivery is refused at once, on this machine.
-RECEIVER = "http://127.0.0.1:9"
 WEBHOOK = "Release webhook"
 SLACK = "#platform-alerts"
+RECEIVED = json.dumps({"received": True, "by": "the Orgdeck demo receiver"}).encode()
+# What the month's events carry, so that the console and every receiver can tell them apart.
+DEMO_NOTE = "Demo data: made-up history of the demo organization"
 
 
 @dataclass(frozen=True)
 class DemoChannel:
     kind: str
-    url: str
+    path: str
     event_types: tuple[str, ...]
 
 
 DEMO_CHANNELS = {
     WEBHOOK: DemoChannel(
         "webhook",
-        f"{RECEIVER}/hooks/orgdeck",
+        "/hooks/orgdeck",
         ("deployment.complete", "deployment.error", "deployment.partial"),
     ),
     SLACK: DemoChannel(
         "slack",
-        f"{RECEIVER}/services/T0DEMO/B0DEMO/platform-alerts",
+        "/services/T0DEMO/B0DEMO/platform-alerts",
         ("deployment.error", "deployment.partial", "agent.error", "agent.drifted", "agent.stale"),
     ),
 }
 
 
-def seed_notifications(client: OrgdeckClient) -> None:
-    """The demo channels, each subscribed to its event types when it is created (later edits stay)."""
-    existing = {channel.name for channel in client.notifications.list_channels().items}
+class DemoReceiver:
+    """A webhook and Slack endpoint on loopback for the demo's channels: it answers every POST
+    200 with a short JSON note, which is what the console then shows as each attempt's answer."""
+
+    def __init__(self) -> None:
+        self._server = _Server(("127.0.0.1", 0), _Accept)
+        self._thread = threading.Thread(target=self._server.serve_forever, name="demo-receiver", daemon=True)
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    def start(self) -> DemoReceiver:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    # Room for every connection a sender opens at once (the default of 5 resets the others).
+    request_queue_size = 128
+
+
+class _Accept(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def do_POST(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", JSON)
+        self.send_header("Content-Length", str(len(RECEIVED)))
+        self.end_headers()
+        self.wfile.write(RECEIVED)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def seed_notifications(client: OrgdeckClient, *, receiver_url: str) -> None:
+    """The demo channels, each subscribed to its event types when it is created (later edits stay),
+    pointed at this run's receiver (its port changes from one start to the next)."""
+    existing = {channel.name: channel for channel in client.notifications.list_channels().items}
     for name, demo in DEMO_CHANNELS.items():
-        if name in existing:
-            continue
-        channel = client.notifications.create_channel(name, demo.kind, url=demo.url)
-        for event_type in demo.event_types:
-            client.notifications.subscribe(channel.id, event_type)
+        url = receiver_url + demo.path
+        channel = existing.get(name)
+        if channel is None:
+            created = client.notifications.create_channel(name, demo.kind, url=url)
+            for event_type in demo.event_types:
+                client.notifications.subscribe(created.id, event_type)
+        elif channel.kind == demo.kind and channel.config.get("url") != url:
+            # A Slack channel shows its host only, so it is always given this run's address.
+            client.notifications.update_channel(channel.id, url=url)
 
 
 # -- the month before -------------------------------------------------------------------------
@@ -92,14 +145,18 @@ class History:
     """The history being made: the rows so far, and what decides the next ones."""
 
     org_id: str
+    org_slug: str
     channels: dict[str, Channel]
+    cipher: Cipher
     retry_schedule: list[float]
     outage: tuple[datetime, datetime]
     rng: random.Random
     rows: list[Base] = field(default_factory=list)
 
 
-def seed_delivery_history(db: Database, *, org_slug: str, retry_schedule: list[float]) -> None:
+def seed_delivery_history(
+    db: Database, *, org_slug: str, retry_schedule: list[float], cipher: Cipher
+) -> None:
     """A month of delivered and dead notifications to the demo channels, written once."""
     with db.session(write=True) as session:
         org = get_org(session, slug=org_slug)
@@ -115,7 +172,9 @@ def seed_delivery_history(db: Database, *, org_slug: str, retry_schedule: list[f
         outage_start = first_day + timedelta(days=HISTORY_DAYS - 1 - OUTAGE_DAYS_AGO, hours=22)
         history = History(
             org_id=org.id,
+            org_slug=org_slug,
             channels=channels,
+            cipher=cipher,
             retry_schedule=retry_schedule,
             outage=(outage_start, outage_start + timedelta(hours=OUTAGE_HOURS)),
             rng=random.Random(HISTORY_DAYS),
@@ -187,7 +246,7 @@ def _event(history: History, event_type: str, at: datetime, payload: dict[str, A
         id=new_id("evt", at=at),
         org_id=history.org_id,
         type=event_type,
-        payload=payload,
+        payload={**payload, "demo": DEMO_NOTE},
         occurred_at=at,
         fanned_out_at=at,
     )
@@ -204,6 +263,7 @@ def _delivery(history: History, event: Event, channel: Channel) -> None:
         id=new_id("msg", at=event.occurred_at),
         org_id=history.org_id,
         event_id=event.id,
+        event_type=event.type,
         channel_id=channel.id,
         created_at=event.occurred_at,
         next_attempt_at=None,
@@ -216,7 +276,7 @@ def _delivery(history: History, event: Event, channel: Channel) -> None:
         next_at = None
         if status == "failed":
             next_at = at + timedelta(seconds=history.retry_schedule[attempt] * rng.uniform(0.9, 1.1))
-        response_status, error = failure or (rng.choice((200, 200, 204)), None)
+        response_status, error = failure or (200, None)
         history.rows.append(
             DeliveryLog(
                 id=new_id("log", at=at),
@@ -230,16 +290,53 @@ def _delivery(history: History, event: Event, channel: Channel) -> None:
                 attempt=attempt,
                 status=status,
                 response_status=response_status,
-                latency_ms=15000 if error and error.startswith("No answer") else rng.randint(40, 450),
+                latency_ms=15000 if response_status is None else rng.randint(40, 450),
                 error=error,
                 next_attempt_at=next_at,
                 created_at=at,
+                request_headers=_request_headers(history, delivery.id, event, channel, at),
+                **_answer(response_status, error),
             )
         )
         if next_at is None:
-            delivery.attempts, delivery.status = attempt, status
+            delivery.attempts, delivery.status, delivery.last_attempt_at = attempt, status, at
+            delivery.last_response_status, delivery.last_error = response_status, error
             return
         at = next_at
+
+
+def _request_headers(
+    history: History, delivery_id: str, event: Event, channel: Channel, at: datetime
+) -> dict[str, str]:
+    """The headers the attempt was sent with: a webhook's signed with the channel's own secret."""
+    headers = {"Content-Type": JSON, "User-Agent": USER_AGENT}
+    if channel.kind != "webhook" or not channel.secret_encrypted:
+        return headers
+    message = Message(
+        delivery_id=delivery_id,
+        event_id=event.id,
+        event_type=event.type,
+        occurred_at=event.occurred_at,
+        org_slug=history.org_slug,
+        payload=event.payload,
+        channel_kind=channel.kind,
+        channel_config=channel.config,
+    )
+    secret = history.cipher.decrypt(channel.secret_encrypted)
+    signed = signature_headers(delivery_id, webhook_json(message), [secret], timestamp=int(at.timestamp()))
+    return headers | signed
+
+
+def _answer(status: int | None, error: str | None) -> dict[str, Any]:
+    """The receiver's answer as an attempt keeps it: the demo receiver's note, or the error's words."""
+    if status is None:
+        return {"response_headers": None, "response_body": None}
+    text = RECEIVED.decode() if error is None else error.split(": ", 1)[-1]
+    kind = JSON if error is None else "text/plain"
+    return {
+        "response_headers": {"content-type": kind, "content-length": str(len(text))},
+        "response_body": text,
+    }
 
 
 def _failure(

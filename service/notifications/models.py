@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, UTCDateTime, utcnow
@@ -11,7 +11,10 @@ from service.ids import new_id
 
 
 class Channel(Base):
-    """Where notifications go. `secret_encrypted` holds the webhook signing secret or the Slack URL."""
+    """Where notifications go. `secret_encrypted` holds the webhook signing secret or the Slack URL.
+
+    After a rotation the webhook's previous secret signs too, until `previous_secret_expires_at`.
+    """
 
     __tablename__ = "notification_channels"
     __table_args__ = (UniqueConstraint("org_id", "name", name="uq_notification_channels_org_id_name"),)
@@ -23,6 +26,8 @@ class Channel(Base):
     # What may be shown: the webhook URL, the Slack URL's host, the email recipients.
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     secret_encrypted: Mapped[str | None] = mapped_column(String(2000))
+    previous_secret_encrypted: Mapped[str | None] = mapped_column(String(2000))
+    previous_secret_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     disabled_reason: Mapped[str | None] = mapped_column(String(500))
     disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -53,30 +58,61 @@ class Subscription(Base):
 class Delivery(Base):
     """One event on its way to one channel. Its id is the `webhook-id`, the same on every attempt.
 
-    `pending` deliveries are due at `next_attempt_at`; a worker claims one by setting
-    `lease_expires_at`, and a delivery whose lease ran out (its worker died) is claimed again.
+    `pending` (not tried yet, or queued again by a resend or a recovery) and `failed` (its last
+    attempt failed, the next is scheduled) deliveries are due at `next_attempt_at`; `sent` and
+    `dead` ones are done; `held` ones arrived, or were due, while their channel was disabled and
+    wait to be recovered. A worker claims a due delivery by setting `lease_token` and
+    `lease_expires_at`; one whose lease ran out (its worker died mid-attempt) is claimed again.
+    The retry schedule counts the attempts from `schedule_from`: a resend or a recovery starts it anew.
     """
 
     __tablename__ = "notification_deliveries"
     __table_args__ = (
         UniqueConstraint("event_id", "channel_id", name="uq_notification_deliveries_event_id_channel_id"),
-        Index("ix_notification_deliveries_status_next_attempt_at", "status", "next_attempt_at"),
+        # What workers claim: due deliveries in order, read past the channels that have no free slot.
+        Index(
+            "ix_notification_deliveries_status_next_attempt_at_channel_id",
+            "status",
+            "next_attempt_at",
+            "channel_id",
+        ),
+        # The list, newest first: unfiltered, by channel, by state.
+        Index("ix_notification_deliveries_org_id_created_at_id", "org_id", "created_at", "id"),
+        Index(
+            "ix_notification_deliveries_org_id_channel_id_created_at_id",
+            "org_id",
+            "channel_id",
+            "created_at",
+            "id",
+        ),
+        Index(
+            "ix_notification_deliveries_org_id_status_created_at_id", "org_id", "status", "created_at", "id"
+        ),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("msg"))
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     event_id: Mapped[str] = mapped_column(ForeignKey("events.id", ondelete="CASCADE"))
+    event_type: Mapped[str] = mapped_column(String(40))
     channel_id: Mapped[str] = mapped_column(ForeignKey("notification_channels.id", ondelete="CASCADE"))
     status: Mapped[str] = mapped_column(String(20), default="pending")
     attempts: Mapped[int] = mapped_column(Integer, default=0)
-    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime, default=utcnow)
+    schedule_from: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_response_status: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(String(500))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     lease_token: Mapped[str | None] = mapped_column(String(40))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
 class DeliveryLog(Base):
-    """One delivery attempt. Plain ids, no foreign keys: the log outlives its channel."""
+    """One delivery attempt. Plain ids, no foreign keys: the log outlives its channel.
+
+    What went out and what came back: the request's headers (no secret is ever in them), the
+    response's status, headers and first 4 KiB of its body.
+    """
 
     __tablename__ = "notification_logs"
     __table_args__ = (
@@ -91,6 +127,8 @@ class DeliveryLog(Base):
             "id",
         ),
         Index("ix_notification_logs_org_id_created_at_id", "org_id", "created_at", "id"),
+        # A delivery's attempts, for its detail.
+        Index("ix_notification_logs_delivery_id_attempt", "delivery_id", "attempt"),
     )
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("log"))
@@ -108,6 +146,9 @@ class DeliveryLog(Base):
     error: Mapped[str | None] = mapped_column(String(500))
     next_attempt_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    request_headers: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    response_headers: Mapped[dict[str, str] | None] = mapped_column(JSON)
+    response_body: Mapped[str | None] = mapped_column(Text)
 
 
 class DeliveryLogCount(Base):

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, TypeVar
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
-from api.common import Page
+from api.common import OrgScoped, Page
 from api.notifications import (
     STATS_DEFAULT_DAYS,
     STATS_MAX_DAYS,
@@ -15,21 +15,34 @@ from api.notifications import (
     CreateChannel,
     CreatedChannel,
     Delivery,
+    DeliveryDetail,
+    DeliveryQuery,
     LogEntry,
     LogQuery,
     LogStats,
+    Recovered,
+    RecoverRequest,
     Subscribe,
     Subscription,
     Unsubscribe,
+    UpdateChannel,
 )
 from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.notifications import service
-from service.notifications.query import LOGS_QUERY_OPENAPI, QueryEncodingError, log_query_fields
+from service.notifications.query import (
+    DELIVERIES_QUERY_OPENAPI,
+    DELIVERY_SCALARS,
+    LOGS_QUERY_OPENAPI,
+    SCALARS,
+    QueryEncodingError,
+    query_fields,
+)
 from service.responses import rendered_json
 
 router = APIRouter(route_class=AuditedRoute, prefix="/notifications", tags=["Notifications"])
+Parsed = TypeVar("Parsed", bound=BaseModel)
 
 
 @router.post("/channels", response_model=CreatedChannel)
@@ -56,6 +69,54 @@ def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) ->
     return Page[Channel](items=[Channel.model_validate(c) for c in channels], total=len(channels))
 
 
+@router.patch("/channels/{channel_id}", response_model=Channel)
+def update_channel(
+    channel_id: str, body: UpdateChannel, caller: Operator, session: DbSession, settings: AppSettings
+) -> Channel:
+    """Rename a channel, give it a new address, or enable or disable it. A disabled channel holds
+    its deliveries (state `held`) until it is enabled and they are recovered."""
+    channel = service.update_channel(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        channel_id=channel_id,
+        changes=body,
+        actor=f"key '{caller.key_name}'",
+        cipher=cipher_for(settings),
+    )
+    return Channel.model_validate(channel)
+
+
+@router.post("/channels/{channel_id}/rotate-secret", response_model=CreatedChannel)
+def rotate_secret(
+    channel_id: str, body: OrgScoped, caller: Operator, session: DbSession, settings: AppSettings
+) -> CreatedChannel:
+    """A new `whsec_` signing secret for a webhook channel, in this answer only. Until
+    `previousSecretExpiresAt` every delivery is signed with both secrets."""
+    channel, secret = service.rotate_secret(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        channel_id=channel_id,
+        cipher=cipher_for(settings),
+        grace_seconds=settings.notification_secret_grace_seconds,
+    )
+    return CreatedChannel.model_validate(
+        {**Channel.model_validate(channel).model_dump(), "signing_secret": secret}
+    )
+
+
+@router.post("/channels/{channel_id}/recover", response_model=Recovered)
+def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: DbSession) -> Recovered:
+    """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
+    count = service.recover(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        channel_id=channel_id,
+        since=body.since,
+        until=body.until,
+    )
+    return Recovered(channel_id=channel_id, since=body.since, until=body.until, recovered=count)
+
+
 @router.delete("/channels/{channel_id}", response_model=Channel)
 def delete_channel(channel_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession) -> Channel:
     """Delete a channel and its subscriptions. Its delivery logs are kept."""
@@ -69,14 +130,40 @@ def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, se
     delivery = service.send_test(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
     )
-    return Delivery(
-        id=delivery.id,
-        event_id=delivery.event_id,
-        event_type=body.event_type,
-        channel_id=delivery.channel_id,
-        status=delivery.status,
-        next_attempt_at=delivery.next_attempt_at,
+    return service.delivery_record(session, delivery)
+
+
+@router.get("/deliveries", response_model=Page[Delivery], openapi_extra=DELIVERIES_QUERY_OPENAPI)
+def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Page[Delivery]:
+    """Deliveries (one per event and channel), newest first; `total` counts every match."""
+    query = _parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
+    page = service.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    return Page[Delivery](
+        items=page.items,
+        limit=query.pagination.limit,
+        offset=query.pagination.offset,
+        total=page.total,
+        next_cursor=page.next_cursor,
     )
+
+
+@router.get("/deliveries/{delivery_id}", response_model=DeliveryDetail)
+def get_delivery(
+    delivery_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession, settings: AppSettings
+) -> DeliveryDetail:
+    """A delivery with its event, the body every attempt sends, and each attempt: the request's
+    headers (never a secret), the answer's status, headers and first 4 KiB, latency and error."""
+    return service.get_delivery(
+        session, org_id=caller.org_id_for(org_slug), delivery_id=delivery_id, settings=settings
+    )
+
+
+@router.post("/deliveries/{delivery_id}/resend", response_model=Delivery)
+def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSession) -> Delivery:
+    """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
+    The message keeps its `webhook-id`."""
+    delivery = service.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
+    return service.delivery_record(session, delivery)
 
 
 @router.post("/subscriptions/subscribe", response_model=Subscription)
@@ -123,7 +210,7 @@ def list_subscriptions(
 @router.get("/logs", response_model=Page[LogEntry], openapi_extra=LOGS_QUERY_OPENAPI)
 def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
-    query = _parse_log_query(request)
+    query = _parse_query(request, LogQuery, SCALARS)
     page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
     frame = Page[LogEntry](
         items=[],
@@ -152,9 +239,9 @@ def log_stats(
     return service.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)
 
 
-def _parse_log_query(request: Request) -> LogQuery:
+def _parse_query(request: Request, shape: type[Parsed], scalars: tuple[str, ...]) -> Parsed:
     try:
-        return LogQuery.model_validate(log_query_fields(request.query_params.multi_items()))
+        return shape.model_validate(query_fields(request.query_params.multi_items(), scalars))
     except QueryEncodingError as exc:
         raise RequestValidationError([exc.as_error()]) from exc
     except ValidationError as exc:

@@ -1,12 +1,13 @@
-"""Notification channels, subscriptions and the delivery log (the sending is in delivery.py)."""
+"""Notification channels, subscriptions, deliveries (resend, recover) and the delivery log.
+
+What is sent is in messages.py, the queue the workers work from in queue.py, the sending in sender.py.
+"""
 
 from __future__ import annotations
 
 import base64
-import binascii
 import functools
 import json
-import secrets
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
@@ -25,25 +26,38 @@ from sqlalchemy import (
     delete,
     func,
     literal_column,
+    or_,
     select,
     tuple_,
+    update,
 )
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import InstrumentedAttribute, Session
 
+from api.common import format_timestamp
 from api.notifications import (
     LOG_STATUSES,
     ChannelConfigInput,
     ChannelCounts,
     DateRange,
     DayCounts,
+    DeliveryAttempt,
+    DeliveryDetail,
+    DeliveryEvent,
+    DeliveryQuery,
+    DeliveryRequest,
     LogEntry,
     LogQuery,
     LogStats,
+    UpdateChannel,
 )
+from api.notifications import Delivery as DeliveryRecord
 from service.crypto import Cipher, reencrypt_column
 from service.db import UTCDateTime, dialect_name, insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidCursor, InvalidInput, NotFound
+from service.events.models import Event
 from service.events.service import record_event
+from service.notifications.messages import Message, content
 from service.notifications.models import (
     Channel,
     Delivery,
@@ -51,10 +65,14 @@ from service.notifications.models import (
     DeliveryLogCount,
     Subscription,
 )
+from service.orgs.models import Organization
 from service.outbound import OutboundRefused, check_url_syntax
+from service.settings import Settings
+from service.webhooks import new_secret
 
-SIGNING_SECRET_PREFIX = "whsec_"  # noqa: S105 - the prefix, not a secret
-SIGNING_SECRET_BYTES = 24
+# States a recovery sends again, and those a disabled channel holds instead of sending.
+RECOVERABLE = ("failed", "dead", "held")
+WAITING = ("pending", "failed")
 
 
 @dataclass(frozen=True)
@@ -97,18 +115,8 @@ def _channel_config(kind: str, config: ChannelConfigInput) -> tuple[dict[str, An
     if kind == "slack":
         # The Slack URL is itself the credential: kept encrypted, shown by its host only.
         return {"url": f"{urlsplit(config.url).scheme}://{urlsplit(config.url).hostname}/…"}, config.url, None
-    signing_secret = (
-        SIGNING_SECRET_PREFIX + base64.b64encode(secrets.token_bytes(SIGNING_SECRET_BYTES)).decode()
-    )
+    signing_secret = new_secret()
     return {"url": config.url}, signing_secret, signing_secret
-
-
-def signing_key(signing_secret: str) -> bytes:
-    """The HMAC key of a `whsec_` secret: its base64-decoded bytes (Standard Webhooks)."""
-    try:
-        return base64.b64decode(signing_secret.removeprefix(SIGNING_SECRET_PREFIX), validate=True)
-    except binascii.Error as exc:
-        raise ValueError("not a whsec_ signing secret") from exc
 
 
 def list_channels(session: Session, *, org_id: str) -> list[Channel]:
@@ -134,9 +142,94 @@ def delete_channel(session: Session, *, org_id: str, channel_id: str) -> Channel
     return channel
 
 
+def update_channel(
+    session: Session, *, org_id: str, channel_id: str, changes: UpdateChannel, actor: str, cipher: Cipher
+) -> Channel:
+    """Rename a channel, give it a new address of its kind, enable or disable it."""
+    channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+    now = utcnow()
+    if changes.config is not None:
+        shown, secret, _ = _channel_config(channel.kind, changes.config)
+        channel.config = shown
+        if channel.kind == "slack":
+            channel.secret_encrypted = cipher.encrypt(secret or "")
+    if changes.name is not None and changes.name != channel.name:
+        _rename(session, channel, changes.name)
+    if changes.enabled is False:
+        disable_channel(
+            session, channel_id=channel.id, now=now, reason=f"Disabled by {actor} on {format_timestamp(now)}"
+        )
+    elif changes.enabled is True:
+        # Its held deliveries stay held: recovering them is the operator's choice.
+        channel.disabled_at = channel.disabled_reason = None
+    session.flush()
+    return channel
+
+
+def _rename(session: Session, channel: Channel, name: str) -> None:
+    try:
+        with session.begin_nested():
+            channel.name = name
+            session.flush()
+    except IntegrityError as exc:
+        raise AlreadyExists(
+            f"A channel named '{name}' already exists in this organization", field="name"
+        ) from exc
+
+
+def disable_channel(session: Session, *, channel_id: str, now: datetime, reason: str) -> None:
+    """Stop sending to a channel: its waiting deliveries are held, and so are those that arrive."""
+    channel = session.get(Channel, channel_id)
+    if channel is None or channel.disabled_at is not None:
+        return
+    channel.disabled_at, channel.disabled_reason = now, reason
+    session.execute(
+        update(Delivery)
+        .where(Delivery.channel_id == channel_id, Delivery.status.in_(WAITING), _not_in_flight(now))
+        .values(status="held", next_attempt_at=None)
+    )
+
+
+def _not_in_flight(now: datetime) -> ColumnElement[bool]:
+    """No worker is making an attempt of the delivery now (a lease it stopped renewing has ended)."""
+    return or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now)
+
+
+def rotate_secret(
+    session: Session, *, org_id: str, channel_id: str, cipher: Cipher, grace_seconds: float
+) -> tuple[Channel, str]:
+    """A new signing secret for a webhook channel; the one it replaces still signs for the grace period."""
+    channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+    if channel.kind != "webhook":
+        raise InvalidInput(
+            f"Only webhook channels have a signing secret; '{channel.name}' is a {channel.kind} channel",
+            field="channelId",
+            code="not_a_webhook",
+        )
+    secret = new_secret()
+    keeps_signing = grace_seconds > 0
+    channel.previous_secret_encrypted = channel.secret_encrypted if keeps_signing else None
+    channel.previous_secret_expires_at = (
+        utcnow() + timedelta(seconds=grace_seconds) if keeps_signing else None
+    )
+    channel.secret_encrypted = cipher.encrypt(secret)
+    session.flush()
+    return channel, secret
+
+
+def _refuse_disabled(channel: Channel, action: str) -> None:
+    if channel.disabled_at is not None:
+        raise InvalidInput(
+            f"The channel '{channel.name}' is disabled ({channel.disabled_reason}); enable it to {action}",
+            field="channelId",
+            code="channel_disabled",
+        )
+
+
 def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str) -> Delivery:
     """Record a test event addressed to this channel alone and queue its delivery."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+    _refuse_disabled(channel, "send a test")
     event = record_event(
         session,
         org_id=org_id,
@@ -144,8 +237,10 @@ def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str
         payload={"test": True, "message": f"A test notification for the channel '{channel.name}'."},
     )
     # Fanned out here, to this channel only: subscribers of the event type must not receive it.
-    event.fanned_out_at = utcnow()
-    delivery = Delivery(org_id=org_id, event_id=event.id, channel_id=channel.id)
+    event.fanned_out_at = now = utcnow()
+    delivery = Delivery(
+        org_id=org_id, event_id=event.id, event_type=event.type, channel_id=channel.id, next_attempt_at=now
+    )
     session.add(delivery)
     session.flush()
     return delivery
@@ -193,6 +288,168 @@ def list_subscriptions(session: Session, *, org_id: str, channel_id: str | None)
     if channel_id is not None:
         query = query.where(Subscription.channel_id == channel_id)
     return list(session.scalars(query.order_by(Subscription.channel_id, Subscription.event_type)))
+
+
+# -- deliveries ---------------------------------------------------------------------------------
+
+_DELIVERY_COLUMNS = (
+    Delivery.id,
+    Delivery.event_id,
+    Delivery.event_type,
+    Delivery.channel_id,
+    Channel.name.label("channel_name"),
+    Channel.kind.label("channel_kind"),
+    Delivery.status,
+    Delivery.attempts,
+    Delivery.created_at,
+    Delivery.last_attempt_at,
+    Delivery.next_attempt_at,
+    Delivery.last_response_status,
+    Delivery.last_error,
+)
+
+
+@dataclass(frozen=True)
+class DeliveryPage:
+    items: list[DeliveryRecord]
+    total: int
+    next_cursor: str | None
+
+
+def list_deliveries(session: Session, *, org_id: str, query: DeliveryQuery) -> DeliveryPage:
+    """Deliveries, newest first, by offset or after a cursor; `total` counts every match."""
+    matches = [Delivery.org_id == org_id]
+    for column, value in (
+        (Delivery.channel_id, query.channel_id),
+        (Delivery.event_type, query.event_type),
+        (Delivery.event_id, query.event_id),
+    ):
+        if value is not None:
+            matches.append(column == value)
+    if query.status:
+        matches.append(Delivery.status.in_(query.status))
+    if query.date_range.start:
+        matches.append(Delivery.created_at >= query.date_range.start)
+    if query.date_range.end:
+        matches.append(Delivery.created_at < query.date_range.end)
+    total = session.scalar(select(func.count()).select_from(Delivery).where(*matches)) or 0
+    page = select(*_DELIVERY_COLUMNS).join(Channel, Channel.id == Delivery.channel_id).where(*matches)
+    if query.cursor:
+        created_at, delivery_id = _decode_cursor(query.cursor)
+        page = page.where(tuple_(Delivery.created_at, Delivery.id) < tuple_(created_at, delivery_id))
+    limit = query.pagination.limit
+    page = page.order_by(Delivery.created_at.desc(), Delivery.id.desc())
+    rows = session.execute(page.offset(query.pagination.offset).limit(limit + 1)).all()
+    items = [DeliveryRecord.model_validate(row._mapping) for row in rows[:limit]]
+    last = items[-1] if len(rows) > limit else None
+    return DeliveryPage(items, total, _encode_cursor(last.created_at, last.id) if last else None)
+
+
+def _delivery(session: Session, *, org_id: str, delivery_id: str) -> Delivery:
+    delivery = session.scalar(select(Delivery).where(Delivery.id == delivery_id, Delivery.org_id == org_id))
+    if delivery is None:
+        raise NotFound(f"No delivery '{delivery_id}' in this organization", field="deliveryId")
+    return delivery
+
+
+def delivery_record(session: Session, delivery: Delivery) -> DeliveryRecord:
+    row = session.execute(
+        select(*_DELIVERY_COLUMNS)
+        .join(Channel, Channel.id == Delivery.channel_id)
+        .where(Delivery.id == delivery.id)
+    ).one()
+    return DeliveryRecord.model_validate(row._mapping)
+
+
+def get_delivery(session: Session, *, org_id: str, delivery_id: str, settings: Settings) -> DeliveryDetail:
+    """A delivery with its event, what every attempt sends, and each attempt with its answer."""
+    delivery = _delivery(session, org_id=org_id, delivery_id=delivery_id)
+    event = session.get_one(Event, delivery.event_id)
+    channel = session.get_one(Channel, delivery.channel_id)
+    org_slug = session.scalar(select(Organization.slug).where(Organization.id == org_id)) or ""
+    message = Message(
+        delivery_id=delivery.id,
+        event_id=event.id,
+        event_type=event.type,
+        occurred_at=event.occurred_at,
+        org_slug=org_slug,
+        payload=event.payload,
+        channel_kind=channel.kind,
+        channel_config=channel.config,
+    )
+    sent = content(message, settings)
+    attempts = session.scalars(
+        select(DeliveryLog).where(DeliveryLog.delivery_id == delivery.id).order_by(DeliveryLog.attempt)
+    )
+    return DeliveryDetail(
+        **delivery_record(session, delivery).model_dump(),
+        event=DeliveryEvent(
+            id=event.id, type=event.type, occurred_at=event.occurred_at, payload=event.payload
+        ),
+        request=DeliveryRequest(
+            method="SMTP" if channel.kind == "email" else "POST",
+            destination=sent.destination,
+            content_type=sent.content_type,
+            body=sent.body.decode(errors="replace"),
+        ),
+        attempt_log=[
+            DeliveryAttempt(
+                id=attempt.id,
+                attempt=attempt.attempt,
+                status=attempt.status,
+                created_at=attempt.created_at,
+                latency_ms=attempt.latency_ms,
+                error=attempt.error,
+                next_attempt_at=attempt.next_attempt_at,
+                request_headers=attempt.request_headers or {},
+                response_status=attempt.response_status,
+                response_headers=attempt.response_headers or {},
+                response_body=attempt.response_body,
+            )
+            for attempt in attempts
+        ],
+    )
+
+
+def resend(session: Session, *, org_id: str, delivery_id: str) -> Delivery:
+    """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
+
+    A delivery being attempted right now is left to that attempt. The message keeps its id, so a
+    receiver that already has it can tell it is the same one.
+    """
+    delivery = _delivery(session, org_id=org_id, delivery_id=delivery_id)
+    _refuse_disabled(session.get_one(Channel, delivery.channel_id), "resend its deliveries")
+    now = utcnow()
+    session.execute(
+        update(Delivery)
+        .where(Delivery.id == delivery.id, _not_in_flight(now))
+        .values(status="pending", next_attempt_at=now, schedule_from=Delivery.attempts)
+    )
+    session.refresh(delivery)
+    return delivery
+
+
+def recover(
+    session: Session, *, org_id: str, channel_id: str, since: datetime, until: datetime | None
+) -> int:
+    """Queue again the channel's failed, dead and held deliveries made in [since, until); how many."""
+    channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+    _refuse_disabled(channel, "recover its deliveries")
+    now = utcnow()
+    window = [Delivery.created_at >= since] + ([Delivery.created_at < until] if until else [])
+    result = session.execute(
+        update(Delivery)
+        .where(
+            Delivery.org_id == org_id,
+            Delivery.channel_id == channel.id,
+            Delivery.status.in_(RECOVERABLE),
+            *window,
+            _not_in_flight(now),
+        )
+        .values(status="pending", next_attempt_at=now, schedule_from=Delivery.attempts)
+        .execution_options(synchronize_session=False)
+    )
+    return result.rowcount
 
 
 LOG = DeliveryLog.__table__
@@ -267,8 +524,8 @@ def _matching(table: FromClause, filters: tuple[str, ...]) -> list[ColumnElement
     return matches
 
 
-def _at(name: str) -> BindParameter[datetime]:
-    """A bound instant, typed as the log's timestamps are (a bare one reaches SQLite in another format)."""
+def instant(name: str) -> BindParameter[datetime]:
+    """A bound instant, typed as the tables' timestamps are (a bare one reaches SQLite in another format)."""
     return bindparam(name, type_=UTCDateTime())
 
 
@@ -276,9 +533,9 @@ def _between(low: str | None, high: str | None) -> list[ColumnElement[bool]]:
     """Log rows from the bound instant named `low` (inclusive) to the one named `high` (exclusive)."""
     bounds = []
     if low:
-        bounds.append(LOG.c.created_at >= _at(low))
+        bounds.append(LOG.c.created_at >= instant(low))
     if high:
-        bounds.append(LOG.c.created_at < _at(high))
+        bounds.append(LOG.c.created_at < instant(high))
     return bounds
 
 
@@ -286,9 +543,9 @@ def _whole_hours(filters: tuple[str, ...], *, bottom: bool, top: bool) -> list[C
     """The hourly counts of the hours from `bottom` up to `top`, when the range has them."""
     hours = _matching(COUNTS, filters)
     if bottom:
-        hours.append(COUNTS.c.hour >= _at("bottom"))
+        hours.append(COUNTS.c.hour >= instant("bottom"))
     if top:
-        hours.append(COUNTS.c.hour < _at("top"))
+        hours.append(COUNTS.c.hour < instant("top"))
     return hours
 
 
@@ -398,7 +655,9 @@ def _page_statement(
         *_matching(LOG, filters), *_between("start" if start else None, "end" if end else None)
     )
     if after:
-        ids = ids.where(tuple_(LOG.c.created_at, LOG.c.id) < tuple_(_at("after_at"), bindparam("after_id")))
+        ids = ids.where(
+            tuple_(LOG.c.created_at, LOG.c.id) < tuple_(instant("after_at"), bindparam("after_id"))
+        )
     ids = ids.order_by(*NEWEST_FIRST).offset(bindparam("offset")).limit(bindparam("limit"))
     entries = select(_entry_json(dialect), LOG.c.created_at, LOG.c.id).where(LOG.c.id.in_(ids))
     return entries.order_by(*NEWEST_FIRST)
@@ -516,5 +775,7 @@ def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> Colum
 
 
 def rotate_channel_secrets(session: Session, *, cipher: Cipher) -> int:
-    """Re-encrypt every signing secret and Slack URL under the first configured key."""
-    return reencrypt_column(session, cipher=cipher, column=Channel.secret_encrypted)
+    """Re-encrypt every signing secret (a rotated-out one still signing too) and Slack URL under
+    the first configured key."""
+    current = reencrypt_column(session, cipher=cipher, column=Channel.secret_encrypted)
+    return current + reencrypt_column(session, cipher=cipher, column=Channel.previous_secret_encrypted)

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from sqlalchemy import select
+
+from service.db import Database
 from service.notifications.demo import DEMO_CHANNELS
+from service.notifications.models import Delivery
+from service.orgs.models import Organization
 from tests.browser.conftest import grid_cells, open_page
 
 pytestmark = pytest.mark.browser
@@ -26,3 +32,45 @@ def test_notifications_page_shows_the_log_with_charts(page, console_url, screens
     assert page.locator("[data-testid=stException]").count() == 0
     page.screenshot(path=str(screenshot_dir / "notifications.png"), full_page=True)
     assert (screenshot_dir / "notifications.png").stat().st_size > 10_000
+
+
+def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, screenshot_dir, database_url):
+    """The demo's dead delivery (the outage's): picked in the deliveries table, its detail shows the
+    event, the body sent and all eight attempts with their answers, labelled as demo data."""
+    page.set_viewport_size({"width": 1440, "height": 1600})
+    open_page(page, console_url, "notifications", "Deliveries")
+    dead = _demo_dead_delivery(database_url)
+    page.get_by_role("combobox", name="State").click()
+    page.get_by_role("option", name="dead").click()
+    page.keyboard.press("Escape")
+    page.get_by_text("Deliveries 1 to 1 of 1").wait_for(timeout=30_000)
+    assert {"dead", "Release webhook"} <= set(grid_cells(page))
+    table = page.locator("[data-testid=stDataFrame]").first
+    box = table.bounding_box()
+    assert box is not None
+    page.mouse.click(box["x"] + 12, box["y"] + 52)  # the row's selection marker, left of its first cell
+    page.get_by_text(f"message {dead}").first.wait_for(timeout=30_000)
+    attempts = page.locator("[data-testid=stExpander] summary").filter(has_text=re.compile(r"#\d+ · "))
+    attempts.nth(7).wait_for(timeout=30_000)
+    assert attempts.count() == 8
+    assert "#8 · dead · HTTP 503" in attempts.first.inner_text()
+    assert page.get_by_text("Demo data: made-up history").first.is_visible()
+    assert page.get_by_text("Resend").first.is_visible()
+    assert "next attempt" not in page.get_by_text(f"message {dead}").first.inner_text()
+    page.get_by_text('"type": "deployment.complete"').first.wait_for(timeout=30_000)  # the body sent
+    assert page.locator("[data-testid=stException]").count() == 0
+    page.screenshot(path=str(screenshot_dir / "notifications-delivery.png"), full_page=True)
+
+
+def _demo_dead_delivery(database_url: str) -> str:
+    db = Database(database_url)
+    try:
+        with db.session() as session:
+            query = (
+                select(Delivery.id)
+                .join(Organization, Organization.id == Delivery.org_id)
+                .where(Organization.slug == "demo", Delivery.status == "dead")
+            )
+            return session.scalars(query).one()
+    finally:
+        db.dispose()

@@ -1,7 +1,7 @@
 """idempotency keys: each organization's Idempotency-Key values with the answer they were given
 
 Revision ID: 0017_idempotency_keys
-Revises: 0014_deployment_month_rollups
+Revises: 0015_delivery_records
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from alembic import op
 import service.db
 
 revision = "0017_idempotency_keys"
-down_revision = "0014_deployment_month_rollups"
+down_revision = "0015_delivery_records"
 branch_labels = None
 depends_on = None
 
