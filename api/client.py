@@ -12,7 +12,7 @@ import httpx
 
 from api import constants
 from api.agents import AgentsResource
-from api.api_keys import ApiKeysResource
+from api.api_keys import ApiKey, ApiKeysResource
 from api.audit import AuditResource
 from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
@@ -135,6 +135,10 @@ class OrgdeckClient:
 
     def whoami(self) -> Caller:
         return Caller.model_validate(self.request("GET", "/whoami"))
+
+    def sign_in(self) -> ApiKey:
+        """Record that a person signed in to a console with this key (an audit event); the key."""
+        return ApiKey.model_validate(self.request("POST", "/sign-in", json={}))
 
 
 def _decode(response: httpx.Response) -> Any:

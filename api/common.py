@@ -10,6 +10,7 @@ from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import (
     AfterValidator,
+    AwareDatetime,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -17,6 +18,7 @@ from pydantic import (
     GetCoreSchemaHandler,
     GetJsonSchemaHandler,
     PlainSerializer,
+    Strict,
     StringConstraints,
 )
 from pydantic.alias_generators import to_camel
@@ -63,6 +65,20 @@ class Matching:
         json_schema = handler(schema)
         json_schema["pattern"] = self.pattern
         return json_schema
+
+
+RFC3339_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _rfc3339(value: Any) -> Any:
+    # Lax parsing would read "6" as six seconds after 1970: a typo, not a moment anyone means.
+    if isinstance(value, str) and not RFC3339_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time with its offset, e.g. 2026-11-24T09:30:00Z")
+    return value
+
+
+# A moment a client sends: RFC 3339 text with its offset (read as text even in strict bodies).
+Moment = Annotated[AwareDatetime, BeforeValidator(_rfc3339), Strict(False)]
 
 
 def Trimmed(max_length: int) -> Any:  # noqa: N802 (used like the types it builds)

@@ -3,15 +3,15 @@
 
 from __future__ import annotations
 
-import re
 from datetime import date, datetime
-from typing import Annotated, Any, Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import AwareDatetime, BeforeValidator, Field, model_validator
+from pydantic import Field, model_validator
 
 from api.common import (
     DEFAULT_PAGE_SIZE,
     EmailAddress,
+    Moment,
     Name,
     OrgScoped,
     OrgSlug,
@@ -98,8 +98,8 @@ class ChannelTestRequest(OrgScoped):
 class RecoverRequest(OrgScoped):
     """Send again the channel's failed, dead and held deliveries made from `since` (until `until`)."""
 
-    since: AwareDatetime
-    until: AwareDatetime | None = None
+    since: Moment
+    until: Moment | None = None
 
     @model_validator(mode="after")
     def _since_before_until(self) -> RecoverRequest:
@@ -191,19 +191,6 @@ class Subscription(Record):
     enabled: bool
     created_at: Timestamp
     updated_at: Timestamp
-
-
-RFC3339_START = re.compile(r"^\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
-
-
-def _rfc3339(value: Any) -> Any:
-    # Lax parsing would read "6" as six seconds after 1970: a typo, not a moment anyone means.
-    if isinstance(value, str) and not RFC3339_START.match(value):
-        raise ValueError("must be an RFC 3339 date-time with its offset, e.g. 2026-11-24T09:30:00Z")
-    return value
-
-
-Moment = Annotated[AwareDatetime, BeforeValidator(_rfc3339)]
 
 
 class DateRange(QueryParameters):

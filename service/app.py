@@ -21,8 +21,8 @@ from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.idempotency import middleware as idempotency
 from service.inputguard import InputGuardMiddleware
-from service.notifications.query import LOG_QUERY_LISTS
 from service.openapi_ids import operation_id
+from service.query import LISTS as PARSED_QUERY_LISTS
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.requestid import RequestIdMiddleware
 from service.routes import API_PREFIX, API_ROUTERS
@@ -83,7 +83,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 
 def list_query_parameters(app: FastAPI) -> frozenset[str]:
     """Names of the query parameters some route takes as a list (`status=a&status=b`)."""
-    names = set(LOG_QUERY_LISTS)  # GET /notifications/logs reads its query string itself
+    names = set(PARSED_QUERY_LISTS)  # for the routes that read their query string themselves
     for route in iter_route_contexts(app.routes):
         if isinstance(route.original_route, APIRoute):
             names.update(p.alias for p in route.dependant.query_params if _is_list(p.field_info.annotation))

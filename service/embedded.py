@@ -7,13 +7,19 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
 from api import OrgdeckClient
 from api.errors import Unauthorized
+from api.members import CreateMember
 from service import demo
 from service.api_keys.service import create_key
 from service.crypto import cipher_for
 from service.db import Database
 from service.deployments.demo import seed_deployment_history
+from service.members.models import MemberRow
+from service.members.service import create_member
 from service.migrate import upgrade
 from service.notifications.demo import DemoReceiver, seed_delivery_history
 from service.orgs.service import create_org, get_org
@@ -23,6 +29,7 @@ from service.settings import Settings
 logger = logging.getLogger("orgdeck.embedded")
 
 DEMO_ORG = "demo"
+DEMO_ADMIN_EMAIL = "avery.admin@demo.example"
 KEY_FILE = "demo-api-key"
 
 
@@ -62,6 +69,17 @@ def start(settings: Settings) -> Embedded:
     return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server, receiver=receiver)
 
 
+def demo_admin(session: Session, *, org_id: str) -> MemberRow:
+    """The member the console signs in as: the demo organization's admin."""
+    found = session.scalar(
+        select(MemberRow).where(MemberRow.org_id == org_id, MemberRow.email == DEMO_ADMIN_EMAIL)
+    )
+    if found is not None:
+        return found
+    first = CreateMember(org_slug=DEMO_ORG, email=DEMO_ADMIN_EMAIL, name="Avery Admin", role="admin")
+    return create_member(session, org_id=org_id, request=first)
+
+
 def _demo_key(db: Database, key_file: Path, url: str) -> str:
     """The demo org's key from the data directory, or a new one (and the org) written there, 0600.
 
@@ -77,7 +95,8 @@ def _demo_key(db: Database, key_file: Path, url: str) -> str:
                 logger.warning("The saved demo key no longer works; issuing a new one")
     with db.session(write=True) as session:
         org = get_org(session, slug=DEMO_ORG) or create_org(session, slug=DEMO_ORG, name="Demo Organization")
-        key = create_key(session, org_id=org.id, name="console").value
+        admin = demo_admin(session, org_id=org.id)
+        key = create_key(session, org_id=org.id, name="console", role="admin", member=admin).value
     descriptor = os.open(key_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(descriptor, "w") as handle:
         handle.write(key + "\n")

@@ -5,13 +5,16 @@ from __future__ import annotations
 from fastapi import APIRouter, Request
 from fastapi.responses import Response
 
+from api.api_keys import ApiKey
 from api.system import Caller, CallerMember, Health
 from service import __version__
 from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
+from service.api_keys.service import touch_key
 from service.audit.recording import AuditedRoute
+from service.audit.routes import router as audit_router
 from service.deployments.routes import router as deployments_router
-from service.deps import Viewer
+from service.deps import DbSession, Viewer
 from service.environments.routes import router as environments_router
 from service.fleets.routes import router as fleets_router
 from service.governance.routes import router as governance_router
@@ -70,6 +73,13 @@ def whoami(caller: Viewer) -> Caller:
     )
 
 
+@system_router.post("/sign-in", response_model=ApiKey)
+def sign_in(caller: Viewer, session: DbSession) -> ApiKey:
+    """Record that a person signed in to a console with this key: its last use is now, and the
+    sign-in is in the audit trail. Answers the key."""
+    return ApiKey.model_validate(touch_key(session, key_id=caller.key_id))
+
+
 API_PREFIX = "/api"
 # The app includes each router itself, under API_PREFIX (service.app): a router nested in another
 # would cost every request a walk through both.
@@ -78,6 +88,7 @@ API_ROUTERS = (
     system_router,
     api_keys_router,
     members_router,
+    audit_router,
     registries_router,
     environments_router,
     tools_router,

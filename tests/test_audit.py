@@ -9,7 +9,9 @@ writes, so a new one without an event, or without a walk step, fails here.
 from __future__ import annotations
 
 import itertools
+import socket
 from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import httpx
@@ -19,10 +21,18 @@ from sqlalchemy.exc import DBAPIError
 
 from api import OrgdeckClient
 from api.audit import AuditEvent
-from tests.conftest import Org, count_rows
+from tests.conftest import Org, count_rows, wait_for
 from tests.test_deployments import wait_for_end
 
 SECRET = "s3cr3t-value-never-audited"
+
+
+def closed_port_url() -> str:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return f"http://127.0.0.1:{probe.getsockname()[1]}/hook"
+
+
 # Operations that write, reached by no step of the walk, each with the reason.
 NOT_WALKED: dict[str, str] = {}
 
@@ -91,7 +101,9 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
     wait_for_end(c, job.id)
     c.agents.update("triage", fleet_id=fleet.id)
     walk.actions.add("updateAgent")
-    wait_for_end(c, walk.write("deployFleet", lambda: c.deployments.deploy_fleet(fleet.id)).id)
+    wait_for_end(
+        c, walk.write("deployFleet", lambda: c.deployments.deploy_fleet(fleet.id, environment.id)).id
+    )
     walk.write("deleteFleet", lambda: c.fleets.delete(fleet.id))
     walk.write("updateDeploymentSettings", lambda: c.deployments.update_settings(stale_after_days=3))
 
@@ -125,8 +137,22 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
     )
     walk.write("subscribe", lambda: c.notifications.subscribe(channel.id, "deployment.error"))
     walk.write("unsubscribe", lambda: c.notifications.unsubscribe(channel.id, "deployment.error"))
-    walk.write("testChannel", lambda: c.notifications.test_channel(channel.id))
+    walk.write("updateChannel", lambda: c.notifications.update_channel(channel.id, name="Hook"))
+    walk.write("rotateSecret", lambda: c.notifications.rotate_secret(channel.id))
+    refused = walk.write(
+        "createChannel", lambda: c.notifications.create_channel("closed", "webhook", url=closed_port_url())
+    )
+    test = walk.write("testChannel", lambda: c.notifications.test_channel(refused.id))
+    wait_for(
+        lambda: c.notifications.delivery(test.id).status in {"failed", "dead"},
+        what="the failed test delivery",
+    )
+    walk.write(
+        "recover", lambda: c.notifications.recover(refused.id, since=datetime.now(UTC) - timedelta(hours=1))
+    )
+    walk.write("resend", lambda: c.notifications.resend(test.id))
     walk.write("deleteChannel", lambda: c.notifications.delete_channel(channel.id))
+    walk.write("signIn", c.sign_in)
 
     provider = walk.write(
         "createProvider", lambda: c.providers.create("team", "openai", api_key="sk-" + SECRET)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import timedelta
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.api_keys import CreateApiKey
@@ -124,5 +124,9 @@ def needs_last_used_update(record: ApiKey) -> bool:
     return record.last_used_at is None or utcnow() - record.last_used_at >= LAST_USED_RESOLUTION
 
 
-def touch_key(session: Session, *, key_id: str) -> None:
-    session.execute(update(ApiKey).where(ApiKey.id == key_id).values(last_used_at=utcnow()))
+def touch_key(session: Session, *, key_id: str) -> ApiKey:
+    """Mark a key used now; the key."""
+    record = session.get_one(ApiKey, key_id)
+    record.last_used_at = utcnow()
+    session.flush()
+    return record

@@ -12,6 +12,7 @@ from typing import Any
 import anyio
 from anyio import to_thread
 from starlette.datastructures import Headers
+from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.api_keys.service import resolve_key
@@ -38,6 +39,11 @@ KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 REPLAYED_HEADER = (b"idempotent-replayed", b"true")
 
 
+def _routed(scope: Scope) -> bool:
+    """Whether a route takes this request's method at its path."""
+    return any(route.matches(scope)[0] == Match.FULL for route in scope["app"].router.routes)
+
+
 class IdempotencyMiddleware:
     def __init__(self, app: ASGIApp, db: Database, slots: anyio.Semaphore, settings: Settings) -> None:
         self.app = app
@@ -55,7 +61,8 @@ class IdempotencyMiddleware:
             return
         headers = Headers(scope=scope)
         key = headers.get(HEADER)
-        if key is None:
+        if key is None or not _routed(scope):
+            # A method the path does not take is the router's 405, whatever the key.
             await self.app(scope, receive, send)
             return
         if not KEY_PATTERN.match(key):

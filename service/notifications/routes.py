@@ -1,10 +1,8 @@
 from __future__ import annotations
 
-from typing import Annotated, TypeVar
+from typing import Annotated
 
 from fastapi import APIRouter, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
-from pydantic import BaseModel, ValidationError
 
 from api.common import OrgScoped, Page
 from api.notifications import (
@@ -36,13 +34,11 @@ from service.notifications.query import (
     DELIVERY_SCALARS,
     LOGS_QUERY_OPENAPI,
     SCALARS,
-    QueryEncodingError,
-    query_fields,
 )
+from service.query import parse_query
 from service.responses import rendered_json
 
 router = APIRouter(route_class=AuditedRoute, prefix="/notifications", tags=["Notifications"])
-Parsed = TypeVar("Parsed", bound=BaseModel)
 
 
 @router.post("/channels", response_model=CreatedChannel)
@@ -136,7 +132,7 @@ def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, se
 @router.get("/deliveries", response_model=Page[Delivery], openapi_extra=DELIVERIES_QUERY_OPENAPI)
 def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Page[Delivery]:
     """Deliveries (one per event and channel), newest first; `total` counts every match."""
-    query = _parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
+    query = parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
     page = service.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
     return Page[Delivery](
         items=page.items,
@@ -210,7 +206,7 @@ def list_subscriptions(
 @router.get("/logs", response_model=Page[LogEntry], openapi_extra=LOGS_QUERY_OPENAPI)
 def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
-    query = _parse_query(request, LogQuery, SCALARS)
+    query = parse_query(request, LogQuery, SCALARS)
     page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
     frame = Page[LogEntry](
         items=[],
@@ -237,14 +233,3 @@ def log_stats(
 ) -> LogStats:
     """Delivery attempts per day and per channel, by outcome: the log's charts, counted in the database."""
     return service.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)
-
-
-def _parse_query(request: Request, shape: type[Parsed], scalars: tuple[str, ...]) -> Parsed:
-    try:
-        return shape.model_validate(query_fields(request.query_params.multi_items(), scalars))
-    except QueryEncodingError as exc:
-        raise RequestValidationError([exc.as_error()]) from exc
-    except ValidationError as exc:
-        raise RequestValidationError(
-            [{**error, "loc": ("query", *error["loc"])} for error in exc.errors()]
-        ) from exc

@@ -1,0 +1,55 @@
+from __future__ import annotations
+
+from fastapi import APIRouter, Request
+
+from api.audit import AuditActor, AuditEvent, AuditQuery, AuditTarget
+from api.common import Page
+from service.audit import service
+from service.audit.models import AuditEventRow
+from service.audit.recording import AuditedRoute
+from service.deps import DbSession, Viewer
+from service.query import paged_query_openapi, parameter, parse_query
+
+router = APIRouter(route_class=AuditedRoute, tags=["Audit trail"])
+
+SCALARS = ("orgSlug", "actor", "action", "targetType", "targetId", "cursor")
+QUERY_OPENAPI = paged_query_openapi(
+    "events",
+    [
+        parameter("actor", "Only the events of this member (id or email) or key (id).", {"type": "string"}),
+        parameter("action", "Only this action: an operation's id, e.g. `createAgent`.", {"type": "string"}),
+        parameter("targetType", "Only events on targets of this type, e.g. `agent`.", {"type": "string"}),
+        parameter("targetId", "Only events on this target.", {"type": "string"}),
+    ],
+)
+
+
+@router.get("/audit-events", response_model=Page[AuditEvent], openapi_extra=QUERY_OPENAPI)
+def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> Page[AuditEvent]:
+    """Who changed what, newest first; `nextCursor` walks on (no total is counted)."""
+    query = parse_query(request, AuditQuery, SCALARS)
+    page = service.list_events(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    items = [_event(row) for row in page.events]
+    return Page[AuditEvent](
+        items=items,
+        limit=query.pagination.limit,
+        offset=query.pagination.offset,
+        next_cursor=page.next_cursor,
+    )
+
+
+def _event(row: AuditEventRow) -> AuditEvent:
+    return AuditEvent(
+        id=row.id,
+        occurred_at=row.occurred_at,
+        actor=AuditActor(
+            key_id=row.actor_key_id,
+            key_name=row.actor_key_name,
+            member_id=row.actor_member_id,
+            member_email=row.actor_member_email,
+        ),
+        action=row.action,
+        target=AuditTarget(type=row.target_type, id=row.target_id, name=row.target_name),
+        request_id=row.request_id,
+        changes=row.changes,
+    )
