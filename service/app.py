@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any, get_args, get_origin
 
-import anyio
 from anyio import to_thread
 from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
 from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
 
@@ -26,6 +26,7 @@ from service.query import LISTS as PARSED_QUERY_LISTS
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.requestid import RequestIdMiddleware
 from service.routes import API_PREFIX, API_ROUTERS
+from service.routing import authorized_before_validated
 from service.settings import Settings
 from service.worker import start_in_thread
 
@@ -35,9 +36,9 @@ UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
     logredact.install()
-    # The engine holds pool_size connections plus as many again in overflow. Requests take at most
-    # pool_size of them (service.deps), which leaves the overflow for work that holds a connection
-    # only inside one thread (the after-response key touch, the health ping): at most `threads`.
+    # The engine holds pool_size connections plus as many again in overflow. A request holds one only
+    # inside the worker thread that runs it (service.routing), so at most `threads` at once; the
+    # overflow is for the idempotency claims, the after-response key touch and the health ping.
     pool_size = max(settings.db_pool_size, settings.threads)
     db = Database(settings.resolved_database_url, pool_size=pool_size)
 
@@ -63,14 +64,14 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     )
     app.state.settings = settings
     app.state.db = db
-    app.state.session_slots = anyio.Semaphore(pool_size)
     app.state.health = HealthCheck(db)
     install_error_handlers(app)
+    app.add_exception_handler(RequestValidationError, authorized_before_validated)
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     # Innermost: a request refused for its size, its rate or its input never claims an Idempotency-Key.
     app.add_middleware(
-        idempotency.IdempotencyMiddleware, db=db, slots=app.state.session_slots, settings=settings
+        idempotency.IdempotencyMiddleware, db=db, settings=settings
     )
     app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
     if settings.rate_limit > 0:

@@ -128,10 +128,14 @@ class Database:
             self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )
 
+    def new_session(self, *, write: bool = False) -> Session:
+        """A session that connects on first use; its owner commits and closes it."""
+        return (self._writers if write else self._readers)()
+
     @contextmanager
     def session(self, *, write: bool = False) -> Iterator[Session]:
         """A session in one transaction, committed when the block ends without an error."""
-        session = (self._writers if write else self._readers)()
+        session = self.new_session(write=write)
         try:
             yield session
             session.commit()

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, Query, Request
-from fastapi.concurrency import contextmanager_in_threadpool, run_in_threadpool
+from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from sqlalchemy.orm import Session
 
@@ -17,10 +18,11 @@ from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
 from service.errors import InsufficientRole, Unauthorized
 from service.idempotency.middleware import CLAIM_SCOPE_KEY
-from service.idempotency.service import mark_committed
 from service.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+# Where a request's Idempotency-Key claim waits in its session for the commit (service.routing).
+CLAIM_INFO_KEY = "orgdeck.idempotency_claim"
 
 
 def _database(request: Request) -> Database:
@@ -32,67 +34,74 @@ def _settings(request: Request) -> Settings:
 
 
 async def _session(request: Request) -> AsyncIterator[Session]:
-    # A request keeps its connection while it waits for a thread between its blocking steps. If
-    # more requests held connections than the pool has, every thread could end up waiting for a
-    # connection held by a request waiting for a thread, until the pool timed out. So a request
-    # waits for a slot here, holding neither, and only a request with a slot can take a connection.
-    # scope="function" below: the commit finishes before the response is sent, so a failed
-    # commit is an error answer, never a 200.
-    session = _database(request).session(write=request.method not in READ_METHODS)
-    async with request.app.state.session_slots, contextmanager_in_threadpool(session) as opened:
-        yield opened
-        if (claim := request.scope.get(CLAIM_SCOPE_KEY)) is not None:
-            # An idempotent request's key is marked in the transaction of its work: both or neither.
-            await run_in_threadpool(mark_committed, opened, claim)
+    """The request's session, not yet connected: the route uses, commits and closes it in the one
+    worker thread that runs it (service.routing)."""
+    session = _database(request).new_session(write=request.method not in READ_METHODS)
+    if (claim := request.scope.get(CLAIM_SCOPE_KEY)) is not None:
+        session.info[CLAIM_INFO_KEY] = claim
+    try:
+        yield session
+    finally:
+        if session.in_transaction():  # the route did not run to the end (a later dependency failed)
+            await run_in_threadpool(session.close)
 
 
 DbSession = Annotated[Session, Depends(_session, scope="function")]
 AppSettings = Annotated[Settings, Depends(_settings)]
 
 
-class RoleCheck:
-    """The dependency a route declares its least role with (`caller: Operator`): the caller's key,
-    checked on every request against its member's current role, so a change applies at once."""
+@dataclass(frozen=True)
+class PendingCaller:
+    """The key a request presents and the role its route needs, resolved where the route runs."""
 
-    def __init__(self, role: str) -> None:
-        self.role = role
+    db: Database
+    background: BackgroundTasks | None
+    key: str
+    role: str | None
 
-    def __call__(self, request: Request, session: DbSession, background: BackgroundTasks) -> Caller:
-        key = presented_key(request.headers)
-        if key is None:
-            raise Unauthorized(MISSING_KEY_MESSAGE)
-        caller = _caller_with_key(request, session, background, key)
-        if not role_at_least(caller.role, self.role):
+    def resolve(self, session: Session) -> Caller:
+        """The caller, or 401 for a key that does not work, 403 for a role below the route's."""
+        record = resolve_key(session, self.key)
+        if self.background is not None and needs_last_used_update(record):
+            # After the response, in a transaction of its own: never holds up the request's.
+            self.background.add_task(_touch, self.db, record.id)
+        member = record.member
+        caller = Caller(
+            org_id=record.org_id,
+            org_slug=record.org.slug,
+            org_name=record.org.name,
+            key_id=record.id,
+            key_name=record.name,
+            role=record.effective_role,
+            key_role=record.role,
+            member_id=member.id if member else None,
+            member_email=member.email if member else None,
+            member_name=member.name if member else None,
+        )
+        if self.role is not None and not role_at_least(caller.role, self.role):
             raise InsufficientRole(needed=self.role, held=caller.role)
         return caller
 
 
-def _optional_caller(request: Request, session: DbSession, background: BackgroundTasks) -> Caller | None:
+class RoleCheck:
+    """The dependency a route declares its least role with (`caller: Operator`). It only reads the
+    presented key; the route resolves it against its member's current role on every request
+    (service.routing), so a change of role applies at once."""
+
+    def __init__(self, role: str) -> None:
+        self.role = role
+
+    async def __call__(self, request: Request, background: BackgroundTasks) -> PendingCaller:
+        key = presented_key(request.headers)
+        if key is None:
+            raise Unauthorized(MISSING_KEY_MESSAGE)
+        return PendingCaller(_database(request), background, key, self.role)
+
+
+async def _optional_caller(request: Request, background: BackgroundTasks) -> PendingCaller | None:
     """The caller when a key is presented (an invalid one is still 401), else None: for public reads."""
     key = presented_key(request.headers)
-    return None if key is None else _caller_with_key(request, session, background, key)
-
-
-def _caller_with_key(request: Request, session: Session, background: BackgroundTasks, key: str) -> Caller:
-    record = resolve_key(session, key)
-    if needs_last_used_update(record):
-        # After the response, in a transaction of its own: never holds up or deadlocks the request's.
-        background.add_task(_touch, _database(request), record.id)
-    member = record.member
-    caller = Caller(
-        org_id=record.org_id,
-        org_slug=record.org.slug,
-        org_name=record.org.name,
-        key_id=record.id,
-        key_name=record.name,
-        role=record.effective_role,
-        key_role=record.role,
-        member_id=member.id if member else None,
-        member_email=member.email if member else None,
-        member_name=member.name if member else None,
-    )
-    request.state.caller = caller  # for the audit trail
-    return caller
+    return None if key is None else PendingCaller(_database(request), background, key, None)
 
 
 def _touch(db: Database, key_id: str) -> None:

@@ -103,13 +103,17 @@ def error_response(
 _UNAUTHORIZED_HEADERS = {"WWW-Authenticate": 'Bearer realm="orgdeck"'}
 
 
-async def _service_error(_request: Request, exc: Exception) -> Response:
-    assert isinstance(exc, ServiceError)
+def service_error_response(exc: ServiceError) -> Response:
     headers = _UNAUTHORIZED_HEADERS if exc.status == 401 else None
     return error_response(exc.status, exc.message, exc.code, exc.details(), headers)
 
 
-async def _validation_error(request: Request, exc: Exception) -> Response:
+async def _service_error(_request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ServiceError)
+    return service_error_response(exc)
+
+
+async def validation_error_response(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     details = [_describe(error) for error in exc.errors()]
     content_type = request.headers.get("content-type", "")
@@ -178,6 +182,6 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _service_error)
-    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)

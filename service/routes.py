@@ -11,7 +11,6 @@ from service import __version__
 from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
 from service.api_keys.service import touch_key
-from service.audit.recording import AuditedRoute
 from service.audit.routes import router as audit_router
 from service.deployments.routes import router as deployments_router
 from service.deps import DbSession, Viewer
@@ -22,10 +21,11 @@ from service.members.routes import router as members_router
 from service.notifications.routes import router as notifications_router
 from service.providers.routes import router as providers_router
 from service.registries.routes import router as registries_router
+from service.routing import Route
 from service.tools.routes import deployments_router as tool_deployments_router
 from service.tools.routes import router as tools_router
 
-system_router = APIRouter(route_class=AuditedRoute, tags=["Service"])
+system_router = APIRouter(route_class=Route, tags=["Service"])
 
 
 # Health is polled by every load balancer and monitor: its two possible answers are rendered once.
@@ -55,7 +55,7 @@ async def health(request: Request) -> Response:
 
 
 @system_router.get("/whoami", response_model=Caller)
-def whoami(caller: Viewer) -> Caller:
+def whoami(caller: Viewer, session: DbSession) -> Caller:
     """The organization, key and member the presented API key stands for, and its role now."""
     member = (
         CallerMember(id=caller.member_id, email=caller.member_email, name=caller.member_name)

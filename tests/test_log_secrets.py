@@ -27,7 +27,7 @@ from service.server import ServerThread
 from tests.conftest import make_settings, scratch_database, wait_for
 from tests.fake_llm import running_fake_llm
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end
-from tests.test_notifications_delivery import Inbox, _free_port
+from tests.deliveries.support import Inbox, free_port
 
 SECRETS = {
     name: f"{name}-{uuid.uuid4().hex}"
@@ -68,7 +68,7 @@ def smtp() -> Iterator[tuple[Inbox, int]]:
         ok = isinstance(data, LoginPassword) and data.password.decode() == SECRETS["smtp"]
         return AuthResult(success=ok)
 
-    inbox, port = Inbox(), _free_port()
+    inbox, port = Inbox(), free_port()
     controller = Controller(
         inbox, hostname="127.0.0.1", port=port, authenticator=authenticate, auth_require_tls=False
     )

@@ -5,10 +5,10 @@ from fastapi import APIRouter
 from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
 from api.common import Page
 from service.api_keys import service
-from service.audit.recording import AuditedRoute
 from service.deps import DbSession, OrgSlugQuery, Viewer
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/api-keys", tags=["API keys"])
+router = APIRouter(route_class=Route, prefix="/api-keys", tags=["API keys"])
 
 
 @router.post("", response_model=CreatedApiKey)

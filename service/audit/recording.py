@@ -1,8 +1,7 @@
 """Every route that changes something appends one audit event, in the transaction of the change.
 
-Routes are made by AuditedRoute: a route taking POST, PUT, PATCH or DELETE has its function
-wrapped so that, when it returns and its session wrote anything, one event is added to that same
-session before the commit: the actor (the route's `caller`), the action (the operation's id), the
+A route taking POST, PUT, PATCH or DELETE calls `record` when its function returns (service.routing):
+if its session wrote anything, one event is added to that same session before the commit: the actor (the route's `caller`), the action (the operation's id), the
 target (what the route returned: its type, id and name) and the fields the body set, secrets
 redacted. A request that fails writes nothing, its event included; a request that changed nothing
 (a list, a preview, a PATCH equal to what is stored) leaves none.
@@ -10,14 +9,10 @@ redacted. A request that fails writes nothing, its event included; a request tha
 
 from __future__ import annotations
 
-import functools
-import inspect
 import json
 import re
-from collections.abc import Callable
 from typing import Any
 
-from fastapi.routing import APIRoute
 from pydantic import BaseModel
 from sqlalchemy import event
 from sqlalchemy.orm import Session
@@ -27,46 +22,12 @@ from api.common import Request
 from service.audit.models import AuditEventRow
 from service.auth import Caller
 from service.logredact import redact_urls
-from service.openapi_ids import camel_case
 from service.requestid import current_request_id
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 REDACTED = "[redacted]"
 WROTE = "orgdeck_wrote"
 _WRAPPERS = re.compile(r"^(Created|Published)|(Detail|WithVersions)$")
-
-
-class AuditedRoute(APIRoute):
-    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
-        if WRITE_METHODS & set(kwargs.get("methods") or ()):
-            endpoint = _audited(endpoint, action=kwargs.get("name") or endpoint.__name__)
-        super().__init__(path, endpoint, **kwargs)
-
-
-def _audited(endpoint: Callable[..., Any], *, action: str) -> Callable[..., Any]:
-    parameters = inspect.signature(endpoint).parameters
-    if not {"caller", "session"} <= parameters.keys():
-        raise TypeError(
-            f"{endpoint.__qualname__} changes state: it must take `caller` and `session` to be audited"
-        )
-    action = camel_case(action)  # the operation's id in the OpenAPI document
-    if inspect.iscoroutinefunction(endpoint):
-
-        @functools.wraps(endpoint)
-        async def audited_async(**kwargs: Any) -> Any:
-            result = await endpoint(**kwargs)
-            record(kwargs["session"], kwargs["caller"], action, result, kwargs)
-            return result
-
-        return audited_async
-
-    @functools.wraps(endpoint)
-    def audited(**kwargs: Any) -> Any:
-        result = endpoint(**kwargs)
-        record(kwargs["session"], kwargs["caller"], action, result, kwargs)
-        return result
-
-    return audited
 
 
 def record(session: Session, caller: Caller, action: str, result: Any, arguments: dict[str, Any]) -> None:

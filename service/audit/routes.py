@@ -6,11 +6,11 @@ from api.audit import AuditActor, AuditEvent, AuditQuery, AuditTarget
 from api.common import Page
 from service.audit import service
 from service.audit.models import AuditEventRow
-from service.audit.recording import AuditedRoute
 from service.deps import DbSession, Viewer
 from service.query import paged_query_openapi, parameter, parse_query
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, tags=["Audit trail"])
+router = APIRouter(route_class=Route, tags=["Audit trail"])
 
 SCALARS = ("orgSlug", "actor", "action", "targetType", "targetId", "cursor")
 QUERY_OPENAPI = paged_query_openapi(

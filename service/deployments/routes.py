@@ -30,7 +30,6 @@ from api.deployments import (
     SigningKeyRequest,
     StatusMatrix,
 )
-from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deployments import analytics, history, service, states
 from service.deps import (
@@ -46,8 +45,9 @@ from service.deps import (
 )
 from service.errors import InvalidInput
 from service.responses import rendered_json
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, tags=["Deployments"])
+router = APIRouter(route_class=Route, tags=["Deployments"])
 
 StatusQuery = Annotated[
     list[str], EnumListQuery(JOB_STATUSES, "Job statuses (pending, running, complete, error, partial)")

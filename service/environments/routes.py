@@ -16,13 +16,13 @@ from api.environments import (
     SetSecret,
     UpdateEnvironment,
 )
-from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
 from service.environments.models import Environment as EnvironmentRow
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/environments", tags=["Environments and secrets"])
+router = APIRouter(route_class=Route, prefix="/environments", tags=["Environments and secrets"])
 
 # The fixed paths (/secrets, /list) are declared before /{environment_id} so that it never captures them.
 

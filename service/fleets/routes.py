@@ -6,11 +6,11 @@ from fastapi import APIRouter, Path
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.fleets import CreateFleet, Fleet, FleetDetail, UpdateFleet
-from service.audit.recording import AuditedRoute
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.fleets import service
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/fleets", tags=["Fleets"])
+router = APIRouter(route_class=Route, prefix="/fleets", tags=["Fleets"])
 FleetIdPath = Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")]
 FLEET = "/{fleetId}"
 

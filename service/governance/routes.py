@@ -15,12 +15,12 @@ from api.governance import (
     Severity,
     UpdatePolicy,
 )
-from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deps import AppSettings, Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
 from service.governance import service
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/governance/policies", tags=["Governance"])
+router = APIRouter(route_class=Route, prefix="/governance/policies", tags=["Governance"])
 
 
 @router.post(

@@ -45,10 +45,9 @@ def _routed(scope: Scope) -> bool:
 
 
 class IdempotencyMiddleware:
-    def __init__(self, app: ASGIApp, db: Database, slots: anyio.Semaphore, settings: Settings) -> None:
+    def __init__(self, app: ASGIApp, db: Database, settings: Settings) -> None:
         self.app = app
         self.db = db
-        self.slots = slots
         self.settings = settings
 
     @cached_property
@@ -112,8 +111,7 @@ class IdempotencyMiddleware:
                     path=path,
                 )
 
-        async with self.slots:
-            return await to_thread.run_sync(claim)
+        return await to_thread.run_sync(claim)
 
     async def _run_once(self, claim: Claim, scope: Scope, receive: Receive, send: Send) -> None:
         scope[CLAIM_SCOPE_KEY] = claim
@@ -153,8 +151,7 @@ class IdempotencyMiddleware:
             with self.db.session(write=True) as session:
                 work(session)
 
-        async with self.slots:
-            await to_thread.run_sync(run)
+        await to_thread.run_sync(run)
 
 
 async def _read_body(receive: Receive) -> bytes:

@@ -6,11 +6,11 @@ from fastapi import APIRouter, Query
 
 from api.common import Page
 from api.members import CreateMember, Member, UpdateMember
-from service.audit.recording import AuditedRoute
 from service.deps import Admin, DbSession, OrgSlugQuery, Viewer
 from service.members import service
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/members", tags=["Members"])
+router = APIRouter(route_class=Route, prefix="/members", tags=["Members"])
 
 
 @router.post("", response_model=Member)

@@ -25,7 +25,6 @@ from api.notifications import (
     Unsubscribe,
     UpdateChannel,
 )
-from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.notifications import service
@@ -37,8 +36,9 @@ from service.notifications.query import (
 )
 from service.query import parse_query
 from service.responses import rendered_json
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/notifications", tags=["Notifications"])
+router = APIRouter(route_class=Route, prefix="/notifications", tags=["Notifications"])
 
 
 @router.post("/channels", response_model=CreatedChannel)

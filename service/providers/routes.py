@@ -11,12 +11,12 @@ from api.providers import (
     SystemModel,
     UpdateProvider,
 )
-from service.audit.recording import AuditedRoute
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.providers import service
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/providers", tags=["LLM providers"])
+router = APIRouter(route_class=Route, prefix="/providers", tags=["LLM providers"])
 
 
 @router.post("", response_model=Provider)
@@ -38,7 +38,7 @@ def list_providers(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -
 
 
 @router.get("/system", response_model=Page[SystemModel])
-def list_system_models(caller: Viewer, settings: AppSettings) -> Page[SystemModel]:
+def list_system_models(caller: Viewer, session: DbSession, settings: AppSettings) -> Page[SystemModel]:
     """The drafting models every organization may use: the built-in drafter (the default) and the
     operator's (ORGDECK_SYSTEM_MODELS)."""
     models = service.system_models(settings)

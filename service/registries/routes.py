@@ -21,13 +21,13 @@ from api.registries import (
     RetrievedArtifact,
     Version,
 )
-from service.audit.recording import AuditedRoute
 from service.caching import ONE_YEAR_SECONDS, cache_control, cached_json
 from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OptionalCaller, OrgSlugQuery, Viewer
 from service.errors import InvalidInput
 from service.registries import service
+from service.routing import Route
 
-router = APIRouter(route_class=AuditedRoute, prefix="/registries", tags=["Prompt registries"])
+router = APIRouter(route_class=Route, prefix="/registries", tags=["Prompt registries"])
 
 # By label an answer may change at any moment: caches may keep it this briefly.
 LABEL_MAX_AGE_SECONDS = 60

@@ -4,15 +4,15 @@ from fastapi import APIRouter, Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
-from service.audit.recording import AuditedRoute
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
+from service.routing import Route
 from service.tools import service
 from service.tools.models import ToolDeploymentRecord
 
-router = APIRouter(route_class=AuditedRoute, prefix="/tools", tags=["Tools"])
+router = APIRouter(route_class=Route, prefix="/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
 # router before the agents' own, so that /agents/{stableKey} never captures these paths.
-deployments_router = APIRouter(route_class=AuditedRoute, prefix="/agents", tags=["Tools"])
+deployments_router = APIRouter(route_class=Route, prefix="/agents", tags=["Tools"])
 
 
 @router.post("", response_model=Tool)

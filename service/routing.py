@@ -1,0 +1,97 @@
+"""How every route runs: its whole work in one trip through the thread pool, in one transaction.
+
+FastAPI runs each blocking dependency and the route function in a worker thread of their own:
+opening the session, resolving the key, the function and the commit would be four trips for a
+one-query read, each a wait for a thread and a handover of the GIL. Routes are made by `Route`
+instead, which wraps a route's function so that one trip does it all, in order: resolve the
+caller's key and check the role the route declares, run the function, append the audit event if it
+wrote something, mark its Idempotency-Key, commit and close. The dependencies only gather what that
+needs, without blocking: a session not yet connected (`DbSession`), the key presented and the role
+required (`Viewer`, `Operator`…).
+
+A route function that takes `caller` must take `session`; a route that writes must take both (its
+audit event needs them). Both are checked when the route is made, so a route cannot skip them.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Callable
+from typing import Any
+
+from fastapi import Request
+from fastapi.concurrency import run_in_threadpool
+from fastapi.exceptions import RequestValidationError
+from fastapi.routing import APIRoute
+from sqlalchemy.orm import Session
+from starlette.responses import Response
+
+from service.audit.recording import WRITE_METHODS, record
+from service.auth import presented_key
+from service.db import Database
+from service.deps import CLAIM_INFO_KEY, PUBLIC_READ, PendingCaller, least_role
+from service.errors import ServiceError, service_error_response, validation_error_response
+from service.idempotency.service import mark_committed
+from service.openapi_ids import camel_case
+
+
+class Route(APIRoute):
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        writes = bool(WRITE_METHODS & set(kwargs.get("methods") or ()))
+        parameters = inspect.signature(endpoint).parameters
+        if (writes or "caller" in parameters) and not {"caller", "session"} <= parameters.keys():
+            raise TypeError(f"{endpoint.__qualname__} must take `caller` and `session`")
+        if "session" in parameters:
+            action = camel_case(kwargs.get("name") or endpoint.__name__) if writes else None
+            endpoint = _in_one_transaction(endpoint, audited_as=action)
+        super().__init__(path, endpoint, **kwargs)
+
+
+def _in_one_transaction(endpoint: Callable[..., Any], *, audited_as: str | None) -> Callable[..., Any]:
+    if inspect.iscoroutinefunction(endpoint):
+        raise TypeError(f"{endpoint.__qualname__} uses the database: it must be a plain `def`")
+
+    @functools.wraps(endpoint)
+    def run(**arguments: Any) -> Any:
+        session: Session = arguments["session"]
+        try:
+            caller = arguments.get("caller")
+            if isinstance(caller, PendingCaller):
+                arguments["caller"] = caller.resolve(session)
+            result = endpoint(**arguments)
+            if audited_as is not None:
+                record(session, arguments["caller"], audited_as, result, arguments)
+            if (claim := session.info.get(CLAIM_INFO_KEY)) is not None:
+                # An idempotent request's key is marked in the transaction of its work: both or neither.
+                mark_committed(session, claim)
+            session.commit()
+            return result
+        except BaseException:
+            session.rollback()
+            raise
+        finally:
+            session.close()
+
+    return run
+
+
+async def authorized_before_validated(request: Request, exc: Exception) -> Response:
+    """Invalid input to a route its caller may not use is refused for who is calling, not for what
+    was sent: the key and the role are checked before the input's errors are told (the route's own
+    check runs only once its input is valid)."""
+    assert isinstance(exc, RequestValidationError)
+    route = request.scope.get("route")
+    role = least_role(route.dependant) if isinstance(route, APIRoute) else None
+    key = presented_key(request.headers) if role not in (None, PUBLIC_READ) else None
+    if key is not None:
+        try:
+            await run_in_threadpool(_check_role, request.app.state.db, key, role)
+        except ServiceError as refused:
+            return service_error_response(refused)
+    return await validation_error_response(request, exc)
+
+
+def _check_role(db: Database, key: str, role: str) -> None:
+    with db.session() as session:
+        PendingCaller(db, background=None, key=key, role=role).resolve(session)
