@@ -70,9 +70,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     for router in API_ROUTERS:
         app.include_router(router, prefix=API_PREFIX)
     # Innermost: a request refused for its size, its rate or its input never claims an Idempotency-Key.
-    app.add_middleware(
-        idempotency.IdempotencyMiddleware, db=db, settings=settings
-    )
+    app.add_middleware(idempotency.IdempotencyMiddleware, db=db, settings=settings)
     app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
     if settings.rate_limit > 0:
         app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)

@@ -65,18 +65,17 @@ class PendingCaller:
         if self.background is not None and needs_last_used_update(record):
             # After the response, in a transaction of its own: never holds up the request's.
             self.background.add_task(_touch, self.db, record.id)
-        member = record.member
         caller = Caller(
             org_id=record.org_id,
-            org_slug=record.org.slug,
-            org_name=record.org.name,
+            org_slug=record.org_slug,
+            org_name=record.org_name,
             key_id=record.id,
             key_name=record.name,
             role=record.effective_role,
             key_role=record.role,
-            member_id=member.id if member else None,
-            member_email=member.email if member else None,
-            member_name=member.name if member else None,
+            member_id=record.member_id,
+            member_email=record.member_email,
+            member_name=record.member_name,
         )
         if self.role is not None and not role_at_least(caller.role, self.role):
             raise InsufficientRole(needed=self.role, held=caller.role)

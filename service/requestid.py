@@ -6,6 +6,7 @@ runs in can read.
 
 from __future__ import annotations
 
+import random
 import re
 from contextvars import ContextVar
 
@@ -27,7 +28,7 @@ class RequestIdMiddleware:
             await self.app(scope, receive, send)
             return
         given = next((value for name, value in scope["headers"] if name == HEADER), b"")
-        request_id = given.decode() if VALID.match(given) else new_id("req")
+        request_id = given.decode() if VALID.match(given) else new_id("req", randbits=random.getrandbits)
         current_request_id.set(request_id)
 
         async def send_with_id(message: Message) -> None:

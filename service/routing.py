@@ -34,6 +34,7 @@ from service.deps import CLAIM_INFO_KEY, PUBLIC_READ, PendingCaller, least_role
 from service.errors import ServiceError, service_error_response, validation_error_response
 from service.idempotency.service import mark_committed
 from service.openapi_ids import camel_case
+from service.responses import rendered_json
 
 
 class Route(APIRoute):
@@ -44,11 +45,13 @@ class Route(APIRoute):
             raise TypeError(f"{endpoint.__qualname__} must take `caller` and `session`")
         if "session" in parameters:
             action = camel_case(kwargs.get("name") or endpoint.__name__) if writes else None
-            endpoint = _in_one_transaction(endpoint, audited_as=action)
+            endpoint = _in_one_transaction(endpoint, audited_as=action, answers=kwargs.get("response_model"))
         super().__init__(path, endpoint, **kwargs)
 
 
-def _in_one_transaction(endpoint: Callable[..., Any], *, audited_as: str | None) -> Callable[..., Any]:
+def _in_one_transaction(
+    endpoint: Callable[..., Any], *, audited_as: str | None, answers: Any
+) -> Callable[..., Any]:
     if inspect.iscoroutinefunction(endpoint):
         raise TypeError(f"{endpoint.__qualname__} uses the database: it must be a plain `def`")
 
@@ -66,7 +69,9 @@ def _in_one_transaction(endpoint: Callable[..., Any], *, audited_as: str | None)
                 # An idempotent request's key is marked in the transaction of its work: both or neither.
                 mark_committed(session, claim)
             session.commit()
-            return result
+            # An answer already of the route's response model is sent as it is: validating and
+            # converting it again would cost more than a small read.
+            return rendered_json(result) if type(result) is answers else result
         except BaseException:
             session.rollback()
             raise

@@ -5,7 +5,6 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from api.members import lower_role
 from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 from service.members.models import MemberRow
@@ -32,7 +31,3 @@ class ApiKey(Base):
 
     org: Mapped[Organization] = relationship(lazy="joined")
     member: Mapped[MemberRow | None] = relationship(lazy="joined")
-
-    @property
-    def effective_role(self) -> str:
-        return self.role if self.member is None else lower_role(self.role, self.member.role)

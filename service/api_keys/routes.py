@@ -25,7 +25,7 @@ def create_api_key(body: CreateApiKey, caller: Viewer, session: DbSession) -> Cr
 def list_api_keys(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[ApiKey]:
     """The organization's active keys: name, prefix, role, owner, creation and last use. Never values."""
     keys = service.list_keys(session, org_id=caller.org_id_for(org_slug))
-    return Page[ApiKey](items=[ApiKey.model_validate(k) for k in keys], total=len(keys))
+    return Page[ApiKey](items=keys, total=len(keys))
 
 
 @router.delete("/{key_id}", response_model=ApiKey)

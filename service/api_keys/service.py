@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.orm import Session
 
-from api.api_keys import CreateApiKey
-from api.members import role_at_least
+from api.api_keys import ApiKey as ApiKeyRecord
+from api.api_keys import CreateApiKey, KeyOwner
+from api.members import lower_role, role_at_least
 from service.api_keys.keys import display_prefix, generate_key, hash_key, is_well_formed
 from service.api_keys.models import ApiKey
 from service.auth import Caller
@@ -17,6 +18,7 @@ from service.db import utcnow
 from service.errors import InsufficientRole, InvalidInput, NotFound, Unauthorized
 from service.members.models import MemberRow
 from service.members.service import get_active_member
+from service.orgs.models import Organization
 
 # lastUsedAt is written at most this often per key: a write per request would serialise reads.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -75,14 +77,41 @@ def _owner(session: Session, *, caller: Caller, org_id: str, request: CreateApiK
     return get_active_member(session, org_id=org_id, member_id=caller.member_id, field="memberId")
 
 
-def list_keys(session: Session, *, org_id: str) -> list[ApiKey]:
-    """The organization's active keys, newest first."""
-    query = (
-        select(ApiKey)
-        .where(ApiKey.org_id == org_id, ApiKey.revoked_at.is_(None))
-        .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+# Plain columns in one statement, built once: listing keys is the read every client starts with.
+_ACTIVE_KEYS = (
+    select(
+        ApiKey.id,
+        ApiKey.name,
+        ApiKey.prefix,
+        ApiKey.role,
+        ApiKey.created_at,
+        ApiKey.last_used_at,
+        MemberRow.id.label("member_id"),
+        MemberRow.email.label("member_email"),
+        MemberRow.name.label("member_name"),
     )
-    return list(session.scalars(query))
+    .outerjoin(MemberRow, MemberRow.id == ApiKey.member_id)
+    .where(ApiKey.org_id == bindparam("org_id"), ApiKey.revoked_at.is_(None))
+    .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+)
+
+
+def list_keys(session: Session, *, org_id: str) -> list[ApiKeyRecord]:
+    """The organization's active keys, newest first."""
+    return [
+        ApiKeyRecord(
+            id=row.id,
+            name=row.name,
+            prefix=row.prefix,
+            role=row.role,
+            member=KeyOwner(id=row.member_id, email=row.member_email, name=row.member_name)
+            if row.member_id
+            else None,
+            created_at=row.created_at,
+            last_used_at=row.last_used_at,
+        )
+        for row in session.execute(_ACTIVE_KEYS, {"org_id": org_id})
+    ]
 
 
 def revoke_key(session: Session, *, caller: Caller, org_slug: str, key_id: str) -> ApiKey:
@@ -106,21 +135,66 @@ def revoke_key(session: Session, *, caller: Caller, org_slug: str, key_id: str) 
     return record
 
 
-def resolve_key(session: Session, presented: str) -> ApiKey:
+@dataclass(frozen=True)
+class ResolvedKey:
+    """A presented key that works: what a request needs of it, its organization and its member."""
+
+    id: str
+    name: str
+    role: str
+    last_used_at: datetime | None
+    org_id: str
+    org_slug: str
+    org_name: str
+    member_id: str | None
+    member_email: str | None
+    member_name: str | None
+    member_role: str | None
+
+    @property
+    def effective_role(self) -> str:
+        """The key's role, lowered to its member's current role."""
+        return self.role if self.member_role is None else lower_role(self.role, self.member_role)
+
+
+# Every request looks its key up: plain columns in one statement, built once.
+_KEY_LOOKUP = (
+    select(
+        ApiKey.id,
+        ApiKey.name,
+        ApiKey.role,
+        ApiKey.last_used_at,
+        ApiKey.revoked_at,
+        Organization.id.label("org_id"),
+        Organization.slug.label("org_slug"),
+        Organization.name.label("org_name"),
+        MemberRow.id.label("member_id"),
+        MemberRow.email.label("member_email"),
+        MemberRow.name.label("member_name"),
+        MemberRow.role.label("member_role"),
+        MemberRow.deactivated_at.label("member_deactivated_at"),
+    )
+    .join(Organization, Organization.id == ApiKey.org_id)
+    .outerjoin(MemberRow, MemberRow.id == ApiKey.member_id)
+    .where(ApiKey.key_hash == bindparam("key_hash"))
+)
+
+
+def resolve_key(session: Session, presented: str) -> ResolvedKey:
     """The active key matching a presented value, or Unauthorized saying why."""
     if not is_well_formed(presented):
         raise Unauthorized("The API key is malformed; keys look like odk_ followed by 38 letters and digits")
-    record = session.scalar(select(ApiKey).where(ApiKey.key_hash == hash_key(presented)))
-    if record is None:
+    row = session.execute(_KEY_LOOKUP, {"key_hash": hash_key(presented)}).one_or_none()
+    if row is None:
         raise Unauthorized("The API key is not valid")
-    if record.revoked_at is not None:
+    if row.revoked_at is not None:
         raise Unauthorized("The API key has been revoked")
-    if record.member is not None and not record.member.active:
+    if row.member_deactivated_at is not None:
         raise Unauthorized("The member this key belongs to has been deactivated")
-    return record
+    return ResolvedKey(**{field: getattr(row, field) for field in ResolvedKey.__dataclass_fields__})
 
 
-def needs_last_used_update(record: ApiKey) -> bool:
+def needs_last_used_update(record: ResolvedKey) -> bool:
     return record.last_used_at is None or utcnow() - record.last_used_at >= LAST_USED_RESOLUTION
 
 
