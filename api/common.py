@@ -23,8 +23,10 @@ Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=st
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"
 OrgSlug = Annotated[str, StringConstraints(pattern=SLUG_PATTERN, min_length=1, max_length=63)]
 # A human-readable name: any printable text, trimmed, not empty.
-Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
-Description = Annotated[str, StringConstraints(max_length=2000)]
+NAME_MAX_LENGTH = 200
+DESCRIPTION_MAX_LENGTH = 2000
+Name = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=NAME_MAX_LENGTH)]
+Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX_LENGTH)]
 
 # Paging of every bounded list: `limit` 1..1000 (default 50), `offset` from 0.
 MAX_PAGE_SIZE = 1000
