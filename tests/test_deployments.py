@@ -355,6 +355,9 @@ def test_a_webhook_environment_needs_a_signing_key_before_deploying(client):
     assert listed.signing_key_created_at == key.created_at
     assert client.environments.get(environment).signing_key_created_at == key.created_at
     assert client.deployments.deploy(environment, ["alpha"]).status == "pending"
+    replaced = client.deployments.create_signing_key(environment)
+    assert replaced.secret != key.secret and replaced.created_at > key.created_at
+    assert client.environments.get(environment).signing_key_created_at == replaced.created_at
 
 
 def test_fleet_deploy_makes_one_job_for_every_agent_of_the_fleet(client, http, org):

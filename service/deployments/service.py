@@ -19,6 +19,7 @@ from api.agents import canonical_json
 from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange, PreviewWarning
 from service.agents.models import Agent, AgentVersion
 from service.crypto import Cipher, reencrypt_column
+from service.db import utcnow
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
@@ -278,6 +279,7 @@ def create_signing_key(
         key = DeploymentSigningKey(environment_id=environment.id, org_id=org_id, ciphertext="")
         session.add(key)
     key.ciphertext = cipher.encrypt(value)
+    key.created_at = utcnow()  # a replaced key is a new key
     session.flush()
     return key, value
 
