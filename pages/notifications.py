@@ -16,9 +16,10 @@ from components.charts import AMBER, GREEN, RED
 from components.confirm import confirmed
 from components.connection import client
 from components.dates import recent_days
-from components.feedback import load, notify, show_error, show_notice
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
-from components.paging import paging_position
+from components.forms import FormFields
+from components.paging import Pager, next_offset, offset_caption
 
 PERIODS = (7, 30, 90)
 PAGE_SIZE = 50
@@ -27,8 +28,11 @@ STATUS_COLOURS = {"sent": GREEN, "failed": AMBER, "dead": RED}
 KINDS = {"webhook": "Webhook", "slack": "Slack", "email": "Email"}
 CREATED = "created_channel"
 MATRIX = "subscription_matrix"
-LOG_PAGE = "log_page"
-CHART_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
+LOG_PAGER = "log_pager"
+# The log's filters are kept in the URL (`bind="query-params"`): the Overview links to dead deliveries.
+BOUND = "query-params"
+CHART_MARGIN = {"l": 10, "r": 10, "t": 56, "b": 10}
+TILE_WIDTH = 200
 
 orgdeck = client()
 
@@ -51,11 +55,19 @@ def summary(stats: LogStats) -> None:
     sent = sum(day.sent for day in stats.per_day)
     failed = sum(day.failed for day in stats.per_day)
     dead = sum(day.dead for day in stats.per_day)
-    sent_col, failed_col, dead_col, rate_col = st.columns(4)
-    sent_col.metric("Delivered", sent, help="Attempts that got a 2xx answer (or were accepted by SMTP).")
-    failed_col.metric("Failed, retried", failed, help="Attempts that failed with a retry scheduled.")
-    dead_col.metric("Dead", dead, help="Deliveries whose last retry failed: the event never arrived.")
-    rate_col.metric("Failure rate", rate(failed + dead, sent + failed + dead), help="Of all attempts.")
+    tiles = st.container(horizontal=True, gap="small")
+    tiles.metric(
+        "Delivered", sent, help="Attempts that got a 2xx answer (or were accepted by SMTP).", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Failed, retried", failed, help="Attempts that failed with a retry scheduled.", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Dead", dead, help="Deliveries whose last retry failed: the event never arrived.", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Failure rate", rate(failed + dead, sent + failed + dead), help="Of all attempts.", width=TILE_WIDTH
+    )
     if dead:
         st.error(
             f"**{dead} deliver{'y' if dead == 1 else 'ies'} dead** in the last {stats.days} days: "
@@ -83,7 +95,8 @@ def per_day_figure(stats: LogStats) -> go.Figure:
         barmode="stack",
         height=300,
         margin=CHART_MARGIN,
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        # Under the title, not over it: a narrow chart has no room for both on one line.
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
         xaxis={"type": "date", "showgrid": False},
         yaxis={"title": None, "rangemode": "tozero"},
         plot_bgcolor="rgba(0,0,0,0)",
@@ -136,7 +149,7 @@ def charts(stats: LogStats) -> None:
 
 def date_range(days: int) -> tuple[datetime | None, datetime | None]:
     """The picked UTC dates as [start, end) instants; the end date is included whole."""
-    picked = recent_days("Dates (UTC)", days)
+    picked = recent_days("Dates (UTC)", days, key="log_dates", bind=True)
     if picked is None:
         return None, None
     first, last = picked
@@ -187,15 +200,18 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
         c.channel_id: f"{c.channel_name} (deleted)" for c in stats.per_channel if c.channel_id not in names
     }
     event_col, channel_col, status_col, dates_col = st.columns(4)
-    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event_type")
+    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event", bind=BOUND)
     channel_id = channel_col.selectbox(
-        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel"
+        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel", bind=BOUND
     )
-    statuses = status_col.multiselect("Status", list(LOG_STATUSES), placeholder="Any", key="log_status")
+    statuses = status_col.multiselect(
+        "Status", list(LOG_STATUSES), placeholder="Any", key="log_status", bind=BOUND
+    )
     with dates_col:
         start, end = date_range(stats.days)
-    filters = (event_type, channel_id, tuple(statuses), start, end)
-    page_number = paging_position(LOG_PAGE, filters, 1)
+    # Kept out of widget state, which Streamlit drops when the page is left: coming back to the page
+    # once read a position that was no longer there.
+    pager = Pager(LOG_PAGER, (event_type, channel_id, tuple(statuses), start, end))
     page = load(
         "load the delivery log",
         lambda: orgdeck.notifications.logs(
@@ -205,7 +221,7 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
             start=start,
             end=end,
             limit=PAGE_SIZE,
-            offset=(page_number - 1) * PAGE_SIZE,
+            offset=pager.offset,
         ),
     )
     total = page.total or 0
@@ -217,12 +233,9 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
         )
         return
     log_table(page.items)
-    pages = -(-total // PAGE_SIZE)
-    first = (page_number - 1) * PAGE_SIZE + 1
-    page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
-    page_col.number_input("Page", min_value=1, max_value=max(pages, page_number), step=1, key=LOG_PAGE)
-    count_col.caption(
-        f"Attempts {first} to {first + len(page.items) - 1} of {total}, newest first · page {page_number} of {pages}"
+    pager.controls(
+        next_offset(pager.offset, len(page.items), total),
+        offset_caption(pager.offset, len(page.items), total, "attempts, newest first"),
     )
 
 
@@ -268,17 +281,21 @@ def create_form(*, expanded: bool) -> None:
         kind = st.radio(
             "Kind", list(KINDS), format_func=KINDS.__getitem__, horizontal=True, key="channel_kind"
         )
-        with st.form("create_channel", clear_on_submit=True):
-            name = st.text_input("Name", placeholder="e.g. #platform-alerts", max_chars=200)
+        with st.form("create_channel"):
+            fields = FormFields("channel")
+            name = fields.text_input("name", key="new_channel_name")
             if kind == "email":
-                target = st.text_input(
-                    "Recipients",
+                target = fields.text_input(
+                    "config.recipients",
+                    key="new_channel_recipients",
                     placeholder="oncall@example.com, platform@example.com",
                     help="Up to 50 addresses, separated by commas. Sent through the service's SMTP server.",
                 )
             else:
-                target = st.text_input(
-                    "Incoming-webhook URL" if kind == "slack" else "URL",
+                target = fields.text_input(
+                    "config.url",
+                    key=f"new_channel_url_{kind}",
+                    label="Incoming-webhook URL" if kind == "slack" else "URL",
                     placeholder="https://hooks.slack.com/services/…" if kind == "slack" else "https://…",
                     help="The Slack URL is a credential: it is kept encrypted and shown by its host only."
                     if kind == "slack"
@@ -293,11 +310,13 @@ def create_form(*, expanded: bool) -> None:
                         recipients=recipients(target) if kind == "email" else None,
                     )
                 except ApiError as error:
-                    show_error(error, "create the channel")
+                    fields.show(error, "create the channel")
                 else:
+                    fields.clear()
                     st.session_state[CREATED] = {"name": created.name, "secret": created.signing_secret}
                     notify(
-                        f"Created channel **{created.name}**. Subscribe it to event types in *Subscriptions*."
+                        f"Created channel **{plain(created.name)}**. Subscribe it to event types in "
+                        "*Subscriptions*."
                     )
 
 
