@@ -12,6 +12,7 @@ import streamlit as st
 
 from api import ApiError, OrgdeckClient
 from api.system import Caller
+from components import layout
 from components.connection import Connection, set_connection
 from components.feedback import explain, plain
 
@@ -106,5 +107,6 @@ connection = _connect()
 if connection is not None:
     set_connection(connection)
 navigation = st.navigation(MENU, position="hidden")
+layout.install()
 _sidebar(connection)
 navigation.run()

@@ -1,0 +1,39 @@
+"""Layouts that hold from a 1024 px window up: side by side while there is room, stacked when not.
+
+Streamlit's columns keep their share of the width whatever it is, so two panes in a 1024 px window
+(a sidebar takes a third) squeeze selects down to two letters. These rows wrap instead: each pane
+or field keeps a minimum width and moves below the others when the row has no room for it.
+"""
+
+from __future__ import annotations
+
+import streamlit as st
+from streamlit.delta_generator import DeltaGenerator
+
+PANE_MIN_WIDTH = 420
+FIELD_MIN_WIDTH = 190
+_STYLE = f"""<style>
+[class*="st-key-panes_"] > [data-testid="stLayoutWrapper"] {{
+  flex: 1 1 {PANE_MIN_WIDTH}px; min-width: min(100%, {PANE_MIN_WIDTH}px);
+}}
+[class*="st-key-fields_"] > [data-testid="stLayoutWrapper"] {{
+  flex: 1 1 {FIELD_MIN_WIDTH}px; min-width: min(100%, {FIELD_MIN_WIDTH}px);
+}}
+</style>"""
+
+
+def install() -> None:
+    """The rules behind `panes` and `fields`, once per run (app.py)."""
+    st.html(_STYLE)
+
+
+def panes(key: str, count: int, *, gap: str = "large") -> list[DeltaGenerator]:
+    """`count` panes of equal share, side by side while each can be PANE_MIN_WIDTH px wide."""
+    row = st.container(horizontal=True, gap=gap, key=f"panes_{key}")
+    return [row.container() for _ in range(count)]
+
+
+def fields(key: str, count: int) -> list[DeltaGenerator]:
+    """A row of `count` form fields, side by side while each can be FIELD_MIN_WIDTH px wide."""
+    row = st.container(horizontal=True, gap="small", key=f"fields_{key}", vertical_alignment="bottom")
+    return [row.container() for _ in range(count)]
