@@ -114,7 +114,7 @@ def drafting_form(system_models: list[SystemModel], providers: list[Provider]) -
 def policy_fields(fields: FormFields, *, key: str, name_key: str) -> None:
     """Name, category, severity and description: what a draft and a saved policy both edit."""
     fields.text_input("name", key=name_key)
-    category_col, severity_col = layout.fields(f"{key}_classes", 2)
+    category_col, severity_col = layout.fields(f"{key}_edit_classes", 2)
     category_col.selectbox("Category", CATEGORIES, key=f"{key}_edit_category")
     severity_col.selectbox(
         "Severity", SEVERITIES, key=f"{key}_edit_severity", format_func=SEVERITY_LABELS.get

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from api import OrgdeckClient
-from tests.console.conftest import texts
+from tests.console.conftest import select_row, texts
 from tests.fake_llm import REPLY, FakeLLM, running_fake_llm
 
 PAGE = "pages/governance.py"
@@ -86,13 +86,6 @@ def test_a_failing_provider_is_explained(console, server, org, fake_llm):
     assert "Could not draft the policy" in texts(app)
     assert "provider 'Team vLLM' refused the API key" in texts(app)
     assert app.text_area(key="draft_instructions").value == INSTRUCTIONS
-
-
-def select_row(app, key: str, row: int) -> None:
-    """Select a table's row as a click does (AppTest cannot click a dataframe's canvas)."""
-    app.session_state[key] = {"selection": {"rows": [row], "columns": []}}
-    app.run()
-    assert not app.exception, app.exception
 
 
 def test_edit_every_field_keeps_versions_and_finds_by_name(console, server, org):

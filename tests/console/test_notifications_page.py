@@ -95,7 +95,9 @@ def test_create_an_email_channel_and_an_invalid_one(console, server, org):
     button(app, "Create channel").click().run()
     assert not app.exception
     # Next to the field, and what was typed is still there to correct.
-    assert [e.value for e in app.error] == ["URL: 'ftp://example.com/hook' must start with http:// or https://"]
+    assert [e.value for e in app.error] == [
+        "URL: 'ftp://example.com/hook' must start with http:// or https://"
+    ]
     assert next(t for t in app.text_input if t.label == "URL").value == "ftp://example.com/hook"
     assert next(t for t in app.text_input if t.label == "Name").value == "Typo"
     with org_client(server, org) as orgdeck:
