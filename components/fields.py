@@ -223,8 +223,10 @@ _CHECKS = frozenset(
         "less_than_equal",
     }
 )
-_PATTERN = re.compile(r"should match pattern '.*'|must match .*\^.*\$.*")
+_PATTERN = re.compile(r"(?:string )?should match pattern '.*'|must match .*\^.*\$.*")
 _ITEM = re.compile(r"\.(\d+)(?=\.|$)")
+# Pydantic's prefix to the words of a validator of ours.
+_VALUE_ERROR = re.compile(r"^value error,\s*", re.IGNORECASE)
 
 
 def rule(key: str) -> FieldRule:
@@ -248,7 +250,7 @@ def worded(form: str, detail: ErrorDetail) -> str:
         )
         return FieldRule(label, found.rule, found.example).sentence(missing=missing)
     message = _PATTERN.sub(
-        "has characters that are not allowed", detail.message.removeprefix("Value error, ")
+        "has characters that are not allowed", _VALUE_ERROR.sub("", detail.message)
     )
     return f"{label}: {message}"
 
