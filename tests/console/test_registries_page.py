@@ -104,8 +104,10 @@ def test_publish_with_a_bad_version_explains_what_to_fix(console, seeded, orgdec
     next(t for t in app.text_input if t.label == "Version (optional)").input("4.0")
     app.text_area[0].input("anything")
     button(app, "Publish").click().run()
-    assert "Could not publish" in texts(app)
-    assert "semantic version" in texts(app)
+    assert [e.value for e in app.error] == [
+        "Version: must be a version number (3) or a semantic version (1.4.0)"
+    ]
+    assert next(t for t in app.text_input if t.label == "Version (optional)").value == "4.0"
     assert orgdeck.registries.versions(seeded, "triage").total == 3
 
 
@@ -122,7 +124,7 @@ def test_move_label_promotes_a_version(console, seeded, orgdeck):
 def test_delete_asks_for_confirmation_then_restore_brings_it_back(console, seeded, orgdeck):
     app = console(PAGE)
     app.selectbox(key="registry_choice").select(seeded).run()
-    app.button(key="delete_pending_start").click().run()
+    app.button(key=f"delete_registry_{seeded}_start").click().run()
     assert "Nothing is erased" in texts(app)
     assert orgdeck.registries.retrieve(seeded, "triage").version == "2"  # nothing deleted yet
     button(app, "Delete registry").click().run()
@@ -133,7 +135,7 @@ def test_delete_asks_for_confirmation_then_restore_brings_it_back(console, seede
     }
     restore_box = next(s for s in app.selectbox if s.label == "Deleted registry")
     restore_box.select(seeded).run()
-    app.button(key="restore_pending_start").click().run()
+    app.button(key=f"restore_registry_{seeded}_start").click().run()
     assert "served again" in texts(app)
     button(app, "Restore registry").click().run()
     assert not app.exception
