@@ -105,7 +105,7 @@ def test_publish_with_a_bad_version_explains_what_to_fix(console, seeded, orgdec
     app.text_area[0].input("anything")
     button(app, "Publish").click().run()
     assert [e.value for e in app.error] == [
-        "Version: must be a version number (3) or a semantic version (1.4.0)"
+        "Version: must be a semantic version such as 1.4.0 or 2.0.0-rc.1"
     ]
     assert next(t for t in app.text_input if t.label == "Version (optional)").value == "4.0"
     assert orgdeck.registries.versions(seeded, "triage").total == 3
