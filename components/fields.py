@@ -249,9 +249,7 @@ def worded(form: str, detail: ErrorDetail) -> str:
             detail.type == "string_too_short" and "1 character" in detail.message
         )
         return FieldRule(label, found.rule, found.example).sentence(missing=missing)
-    message = _PATTERN.sub(
-        "has characters that are not allowed", _VALUE_ERROR.sub("", detail.message)
-    )
+    message = _PATTERN.sub("has characters that are not allowed", _VALUE_ERROR.sub("", detail.message))
     return f"{label}: {message}"
 
 

@@ -196,7 +196,7 @@ def compare(agent: Agent, versions: list[AgentVersion]) -> None:
     texts[DRAFT] = pretty(draft_of(agent))
     options: list[int | str] = [DRAFT, *(v.version for v in versions)]
     label = {DRAFT: "Current draft", **{v.version: f"Version {v.version}" for v in versions}}
-    older_col, newer_col = st.columns(2)
+    older_col, newer_col = layout.fields(f"compare_{agent.stable_key}", 2)
     # Default: what changed in the newest version (or, with one version, what the draft adds).
     older = older_col.selectbox(
         "From", options, index=min(2, len(options) - 1), format_func=label.get, key=f"from_{agent.stable_key}"

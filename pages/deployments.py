@@ -32,6 +32,7 @@ from api.deployments import (
     StatusMatrix,
 )
 from api.environments import Environment
+from components import layout
 from components.charts import (
     METRIC_LABELS,
     MIN_RATE_SAMPLE,
@@ -468,11 +469,11 @@ def parse_config(text: str) -> dict[str, Any] | None:
 def overrides(fields: FormFields, tool_keys: list[str]) -> dict[str, Any]:
     """The override inputs, as typed; parsed when the preview is asked for."""
     with st.expander("Overrides (optional)", icon=":material/tune:"):
-        model_col, prompt_col, version_col = st.columns([2, 2, 1])
+        model_col, prompt_col, version_col = layout.fields("deploy_overrides", 3)
         model = fields.text_input("model", key="deploy_model", where=model_col)
         prompt_name = fields.text_input("promptName", key="deploy_prompt", where=prompt_col)
         pinned = fields.text_input("version", key="deploy_prompt_version", where=version_col)
-        tools_col, versions_col = st.columns(2)
+        tools_col, versions_col = layout.fields("deploy_tools_versions", 2)
         tool_refs = tools_col.multiselect("Tools", tool_keys, key="deploy_tools")
         fields.slot("toolRefs", where=tools_col)
         versions = fields.text_input(
@@ -605,7 +606,7 @@ def deploy_tab(environments: list[Environment]) -> None:
     fleets = load("list fleets", lambda: orgdeck.fleets.list(limit=MAX_PAGE_SIZE)).items
     tools = load("list tools", lambda: orgdeck.tools.list(limit=MAX_PAGE_SIZE)).items
     fields = FormFields("deployment")
-    environment_col, scope_col = st.columns([3, 2], vertical_alignment="bottom")
+    environment_col, scope_col = layout.fields("deploy_target", 2)
     environment_id = environment_col.selectbox(
         "Environment",
         list(names),
@@ -679,7 +680,7 @@ def ask_preview(
 
 
 def jobs_tab(environment_names: dict[str, str]) -> None:
-    status_col, environment_col, days_col = st.columns([3, 2, 2], vertical_alignment="bottom")
+    status_col, environment_col, days_col = layout.fields("job_filters", 3)
     statuses = status_col.multiselect(
         "Status", list(JOB_STATUSES), placeholder="Any", key=JOBS_STATUS, bind=BOUND
     )
@@ -754,7 +755,7 @@ def jobs_tab(environment_names: dict[str, str]) -> None:
 
 def history_tab(environment_names: dict[str, str]) -> None:
     agents = load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
-    agent_col, environment_col, result_col = st.columns(3)
+    agent_col, environment_col, result_col, dates_col = layout.fields("history_filters", 4)
     agent = agent_col.selectbox(
         "Agent", [ALL, *(a.stable_key for a in agents)], key="history_agent", bind=BOUND
     )
@@ -768,7 +769,6 @@ def history_tab(environment_names: dict[str, str]) -> None:
     results = result_col.multiselect(
         "Result", ["complete", "error", "pending"], placeholder="Any", key="history_result", bind=BOUND
     )
-    dates_col, _ = st.columns([1, 2])
     with dates_col:
         picked = recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="history_dates", bind=True)
         start, end = picked or (None, None)

@@ -9,6 +9,7 @@ import streamlit as st
 from api import ApiError
 from api.common import MAX_PAGE_SIZE
 from api.environments import Environment, Secret
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
@@ -40,7 +41,7 @@ def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: s
         st.caption(f"No secrets {scope} yet.")
     with st.form(f"set_secret_{scope_key}"):
         fields = FormFields("secret")
-        name_col, value_col = st.columns(2)
+        name_col, value_col = layout.fields(f"secret_{scope_key}", 2)
         name = fields.text_input(
             "name",
             key=f"secret_name_{scope_key}",
@@ -248,7 +249,7 @@ create_form(expanded=not environments)
 if chosen_id is not None:
     chosen = next(e for e in environments if e.id == chosen_id)
     st.subheader(chosen.name, divider="gray")
-    secrets_col, settings_col = st.columns([3, 2], gap="large")
+    secrets_col, settings_col = layout.panes("environment", 2)
     with secrets_col:
         st.markdown(f"**Secrets of `{chosen.name}`**")
         own = [s for s in all_secrets if s.environment_id == chosen.id]

@@ -12,6 +12,7 @@ import streamlit as st
 from api import ApiError
 from api.events import EVENT_TYPES
 from api.notifications import LOG_STATUSES, Channel, LogEntry, LogStats, Subscription
+from components import layout
 from components.charts import AMBER, GREEN, RED
 from components.confirm import confirmed
 from components.connection import client
@@ -139,7 +140,7 @@ def charts(stats: LogStats) -> None:
     if not stats.per_channel:
         st.info(f"No delivery attempts in the last {stats.days} days.", icon=":material/info:")
         return
-    days_col, channels_col = st.columns([3, 2], gap="large")
+    days_col, channels_col = layout.panes("delivery_charts", 2)
     days_col.plotly_chart(per_day_figure(stats), width="stretch", config={"displayModeBar": False})
     channels_col.plotly_chart(failure_rate_figure(stats), width="stretch", config={"displayModeBar": False})
 
@@ -199,7 +200,7 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
     names |= {
         c.channel_id: f"{c.channel_name} (deleted)" for c in stats.per_channel if c.channel_id not in names
     }
-    event_col, channel_col, status_col, dates_col = st.columns(4)
+    event_col, channel_col, status_col, dates_col = layout.fields("log_filters", 4)
     event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event", bind=BOUND)
     channel_id = channel_col.selectbox(
         "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel", bind=BOUND
@@ -338,7 +339,7 @@ def created_secret() -> None:
 
 
 def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
-    event_col, test_col = st.columns([3, 1], vertical_alignment="bottom")
+    event_col, test_col = layout.fields(f"test_{channel.id}", 2)
     event_type = event_col.selectbox(
         "Test event type",
         EVENT_TYPES,
@@ -473,8 +474,7 @@ st.caption(
 )
 show_notice()
 
-period_col, _ = st.columns([2, 3])
-period = period_col.radio(
+period = st.radio(
     "Period",
     PERIODS,
     index=1,

@@ -29,6 +29,9 @@ from components.diff import diff_stats, side_by_side
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields, InvalidField
+from components.tables import chosen_row, select
+
+TABLE = "registries_table"
 
 connection = current()
 orgdeck = client()
@@ -57,7 +60,7 @@ def choose(options: list[str], key: str, next_key: str) -> None:
         st.session_state[key] = options[0]
 
 
-def registry_table(registries: list[Registry]) -> None:
+def registry_table(registries: list[Registry]) -> str | None:
     table = pd.DataFrame(
         [
             {
@@ -71,7 +74,7 @@ def registry_table(registries: list[Registry]) -> None:
             for r in registries
         ]
     )
-    st.dataframe(table, hide_index=True, width="stretch")
+    return chosen_row(table, [r.registry_ref for r in registries], key=TABLE, width="stretch")
 
 
 def create_registry_form() -> None:
@@ -89,7 +92,7 @@ def create_registry_form() -> None:
                 fields.show(error, "create the registry")
             else:
                 fields.clear()
-                st.session_state["registry_next"] = created.registry_ref
+                select(TABLE, created.registry_ref)
                 notify(f"Created registry **{plain(created.registry_ref)}**.")
 
 
@@ -164,7 +167,7 @@ def artifact_browser(registry: Registry) -> None:
         return
     names = [a.name for a in artifacts]
     choose(names, "artifact_choice", "artifact_next")
-    list_col, detail_col = st.columns([1, 3], gap="large")
+    list_col, detail_col = layout.aside("artifacts")
     name = list_col.radio("Artifact", names, key="artifact_choice", captions=[summary(a) for a in artifacts])
     artifact = next(a for a in artifacts if a.name == name)
     versions = load(
@@ -259,7 +262,7 @@ def compare(registry: Registry, name: str, versions: list[ArtifactVersion]) -> N
         st.info("Only one version so far: publish another to compare.")
         return
     options, shown_as = [v.version for v in versions], labelled(versions)
-    old_col, new_col = st.columns(2)
+    old_col, new_col = layout.fields(f"compare_{registry.registry_ref}_{name}", 2)
     old = old_col.selectbox(
         "From", options, index=1, format_func=shown_as, key=f"diff_from:{registry.registry_ref}:{name}"
     )
@@ -349,7 +352,7 @@ def move_label_form(registry: Registry, artifact: Artifact, versions: list[Artif
     st.caption("Move a label to promote or roll back. `latest` always follows the newest version by itself.")
     movable = [label for label in artifact.labels if label != LATEST_LABEL]
     with st.form("move_label"):
-        label_col, version_col = st.columns(2)
+        label_col, version_col = layout.fields("move_label", 2)
         label = label_col.selectbox(
             "Label",
             sorted({PRODUCTION_LABEL, "staging", *movable}),
@@ -399,7 +402,7 @@ def restore_section() -> None:
         except ApiError as error:
             show_error(error, "restore the registry")
         else:
-            st.session_state["registry_next"] = choice
+            select(TABLE, choice)
             notify(f"Restored **{plain(choice)}**.")
 
 
@@ -407,12 +410,8 @@ if not live:
     st.info("No registries yet: create one to publish prompts into.", icon=":material/info:")
     create_registry_form()
 else:
-    registry_table(live)
-    refs = [r.registry_ref for r in live]
-    choose(refs, "registry_choice", "registry_next")
-    choice_col, new_col = st.columns([5, 1], vertical_alignment="bottom")
-    ref = choice_col.selectbox("Registry", refs, key="registry_choice")
-    with new_col.popover("New registry", icon=":material/add:", width="stretch"):
+    ref = registry_table(live)
+    with st.popover("New registry", icon=":material/add:"):
         create_registry_form()
     selected = next(r for r in live if r.registry_ref == ref)
     st.subheader(selected.registry_ref, divider="gray")
