@@ -27,6 +27,8 @@ from api.errors import ApiError
 from components.feedback import explain, plain
 from components.fields import field_of, rule, worded
 
+_RESETS = "orgdeck_form_resets"
+
 
 class InvalidField(ValueError):
     """A value the page could not turn into what the API expects (JSON that does not parse), said
@@ -66,6 +68,12 @@ class FormFields:
             kwargs.setdefault("max_chars", found.max_chars)
         if found.example is not None and "placeholder" not in kwargs:
             kwargs["placeholder"] = f"e.g. {found.example}"
+        resets: set[str] = st.session_state.get(_RESETS, set())
+        if key in resets:
+            # Set through session state before the widget is drawn, the value reaches the browser
+            # too: a field only forgotten on the server keeps showing what was typed.
+            resets.discard(key)
+            st.session_state[key] = kwargs.pop("value", "")
         value = getattr(where or st, kind)(key=key, **kwargs)
         self._keys.append(key)
         self.slot(field, where=where)
@@ -91,6 +99,8 @@ class FormFields:
         return True
 
     def clear(self) -> None:
-        """Forget what was typed, once it has been saved (before the page reruns)."""
+        """Forget what was typed, once it has been saved: on the server now, in the browser when the
+        page is drawn again (a rerun follows)."""
+        st.session_state.setdefault(_RESETS, set()).update(self._keys)
         for key in self._keys:
             st.session_state.pop(key, None)

@@ -218,17 +218,17 @@ def compare(agent: Agent, versions: list[AgentVersion]) -> None:
 
 def detail(agent: Agent, fleets: list[Fleet]) -> None:
     fleet_names = {fleet.id: fleet.name for fleet in fleets}
-    head_col, snapshot_col = st.columns([4, 1], vertical_alignment="bottom")
-    with head_col:
-        st.subheader(agent.name, anchor=False)
-        st.markdown(
-            f"`{agent.stable_key}` · {plain(agent.provider)} · "
-            f"{plain(fleet_names.get(agent.fleet_id or '', NO_FLEET))} · **{version_state(agent)}**"
-        )
-    if snapshot_col.button(
+    st.subheader(agent.name, anchor=False)
+    head = st.container(horizontal=True, vertical_alignment="center")
+    head.markdown(
+        f"`{agent.stable_key}` · {plain(agent.provider)} · "
+        f"{plain(fleet_names.get(agent.fleet_id or '', NO_FLEET))} · **{version_state(agent)}**",
+        width="stretch",
+    )
+    if head.button(
         "Snapshot version",
         type="primary",
-        width="stretch",
+        width="content",
         disabled=not agent.has_unversioned_changes,
         help="Freeze the current draft as the next immutable version."
         if agent.has_unversioned_changes

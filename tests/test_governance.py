@@ -282,7 +282,12 @@ def test_save_a_draft_as_a_policy(client):
         1,
     )
     assert policy.drafted_with == "builtin-template"
-    assert [(v.version, v.rule_text) for v in policy.versions] == [(1, draft.rule_text)]
+    # Saved as a warning though drafted as an error: the header line says so.
+    saved_text = draft.rule_text.replace(
+        "Severity: error (a violation blocks the action)",
+        "Severity: warning (a violation is reported; the action goes ahead)",
+    )
+    assert [(v.version, v.rule_text) for v in policy.versions] == [(1, saved_text)]
     assert client.policies.get(policy.id) == policy
 
 
@@ -321,6 +326,20 @@ def test_a_rename_or_reclassification_follows_into_the_drafted_header_lines(clie
     # Both sent at once: the new text's title line follows the new name when it kept the old one.
     both = client.policies.update(policy.id, name="Logs", rule_text="Title: PII\n1. MUST NOT log PII.")
     assert both.rule_text == "Title: Logs\n1. MUST NOT log PII."
+
+
+def test_a_draft_saved_under_another_name_or_class_states_them_in_its_header_lines(client):
+    draft = client.policies.generate(INSTRUCTIONS)  # drafted as security, error
+    policy = client.policies.create(
+        "Personal data stays out of logs", draft.rule_text, category="compliance", severity="warning"
+    )
+    assert policy.rule_text.startswith(
+        "Title: Personal data stays out of logs\nCategory: compliance · Severity: warning ("
+    )
+    assert policy.rule_text.split("\n")[2:] == draft.rule_text.split("\n")[2:]
+    # Text without those lines is saved as written.
+    plain_rule = client.policies.create("Plain", "1. MUST be plain.", severity="warning")
+    assert plain_rule.rule_text == "1. MUST be plain."
 
 
 def test_search_finds_policies_by_part_of_the_name_in_any_case(client, http, org):

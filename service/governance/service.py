@@ -24,6 +24,7 @@ from service.governance.drafting import (
     SYSTEM_PROMPT,
     builtin_draft,
     drafting_prompt,
+    headed,
     restated,
     title_of,
 )
@@ -98,13 +99,14 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
 
 def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> Policy:
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
+    fields = {"name": request.name, "category": request.category, "severity": request.severity}
     policy = Policy(
         org_id=org_id,
         name=request.name,
         description=request.description,
         category=request.category,
         severity=request.severity,
-        rule_text=request.rule_text,
+        rule_text=headed(request.rule_text, fields),
         drafted_with=request.drafted_with,
         version=1,
     )
