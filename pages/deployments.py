@@ -588,6 +588,7 @@ def follow(job_id: str, environment_names: dict[str, str]) -> None:
 
 def deploy_tab(environments: list[Environment]) -> None:
     names = {environment.id: environment.name for environment in environments}
+    webhooks = {environment.id for environment in environments if environment.target == "webhook"}
     watched = st.session_state.get(WATCHED)
     if watched:
         polling = POLL_SECONDS if st.session_state.get(FOLLOWING) == watched else None
@@ -610,9 +611,7 @@ def deploy_tab(environments: list[Environment]) -> None:
     environment_id = environment_col.selectbox(
         "Environment",
         list(names),
-        format_func=lambda e: (
-            f"{names[e]} (webhook)" if by_id(environments, e).target == "webhook" else names[e]
-        ),
+        format_func=lambda e: f"{names[e]} (webhook)" if e in webhooks else names[e],
         key="deploy_environment",
     )
     fields.slot("environmentId", where=environment_col)
@@ -639,10 +638,6 @@ def deploy_tab(environments: list[Environment]) -> None:
     stored = st.session_state.get(PREVIEW)
     if stored:
         show_preview(stored, names.get(stored["request"]["environment_id"], "?"))
-
-
-def by_id(environments: list[Environment], environment_id: str) -> Environment:
-    return next(e for e in environments if e.id == environment_id)
 
 
 def ask_preview(
