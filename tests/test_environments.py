@@ -33,11 +33,13 @@ def test_create_get_and_list_with_secret_counts(client, http, org):
         "webhookUrl",
         "secretCount",
         "lastDeployment",
+        "signingKeyCreatedAt",
         "createdAt",
         "updatedAt",
     }
     assert fetched.json()["secretCount"] == 2
     assert fetched.json()["lastDeployment"] is None
+    assert fetched.json()["signingKeyCreatedAt"] is None
     listing = client.environments.list()
     assert [(e.name, e.secret_count) for e in listing.items] == [("eu-hook", 0), ("production", 2)]
     assert (listing.total, listing.limit, listing.offset) == (2, 50, 0)

@@ -90,6 +90,7 @@ def test_the_menu_is_there_from_the_first_paint_and_never_lists_files(page, cons
         look()
         page.wait_for_timeout(50)
     open_page(page, console_url, "", "What needs attention")
+    settle(page)
     look()
     assert not seen_file_list, seen_file_list
     assert page.locator("[data-testid=stSidebarNav]").count() == 0  # Streamlit's own menu is off
