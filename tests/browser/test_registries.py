@@ -10,7 +10,7 @@ pytestmark = pytest.mark.browser
 
 
 def open_triage_prompt(page, console_url: str) -> None:
-    open_page(page, console_url, "registries", "Prompt registries", "demo/shared-prompts")
+    open_page(page, console_url, "registries", "Prompt registries", "New registry")
     click_row(page, page.locator("[data-testid=stDataFrame]").first, "demo/support-prompts")
     page.locator("[data-testid=stRadio]").get_by_text("triage-system").click()
     # Production of triage-system is 1.1.0: that is what the content view opens on.
@@ -18,7 +18,7 @@ def open_triage_prompt(page, console_url: str) -> None:
 
 
 def test_artifact_browser_shows_the_demo_prompts(page, console_url):
-    open_page(page, console_url, "registries", "Prompt registries", "demo/shared-prompts")
+    open_page(page, console_url, "registries", "Prompt registries", "New registry")
     assert {"demo/support-prompts", "demo/shared-prompts", "public", "private"} <= set(grid_cells(page))
     open_triage_prompt(page, console_url)
     assert page.locator("mark", has_text="{{company}}").first.is_visible()
