@@ -12,8 +12,9 @@ import streamlit as st
 
 from api import ApiError, OrgdeckClient
 from api.system import Caller
+from components import layout
 from components.connection import Connection, set_connection
-from components.feedback import explain
+from components.feedback import explain, plain
 
 st.set_page_config(page_title="Orgdeck", page_icon=":material/hub:", layout="wide")
 
@@ -60,12 +61,44 @@ def _connect() -> Connection | None:
     )
 
 
+MENU: dict[str, list[st.Page]] = {
+    "Organization": [
+        st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
+        st.Page("pages/environments.py", title="Environments", icon=":material/dns:"),
+        st.Page("pages/tools.py", title="Tools", icon=":material/build:"),
+    ],
+    "Agents": [
+        st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
+        st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
+        st.Page("pages/deployments.py", title="Deployments", icon=":material/rocket_launch:"),
+    ],
+    "Prompts": [
+        st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),
+    ],
+    "Governance": [
+        st.Page("pages/governance.py", title="Policies", icon=":material/policy:"),
+        st.Page("pages/providers.py", title="LLM providers", icon=":material/smart_toy:"),
+    ],
+    "Settings": [
+        st.Page("pages/api_keys.py", title="API keys", icon=":material/key:"),
+        st.Page("pages/notifications.py", title="Notifications", icon=":material/notifications:"),
+    ],
+}
+
+
 def _sidebar(connection: Connection | None) -> None:
+    """The menu, drawn here rather than by st.navigation: Streamlit's own menu first paints the
+    files of pages/ for a moment, so it is hidden (.streamlit/config.toml) and this one replaces it."""
     with st.sidebar:
+        for section, pages in MENU.items():
+            st.caption(section)
+            for page in pages:
+                st.page_link(page, width="stretch")
+        st.divider()
         if connection is None:
             st.caption("Not connected")
             return
-        st.markdown(f"**{connection.org_name}**  \n`{connection.org_slug}`")
+        st.markdown(f"**{plain(connection.org_name)}**  \n`{connection.org_slug}`")
         mode = "embedded demo service" if connection.embedded else "service"
         st.caption(f"Connected to the {mode} at {connection.url}")
 
@@ -73,31 +106,7 @@ def _sidebar(connection: Connection | None) -> None:
 connection = _connect()
 if connection is not None:
     set_connection(connection)
+navigation = st.navigation(MENU, position="hidden")
+layout.install()
 _sidebar(connection)
-
-navigation = st.navigation(
-    {
-        "Organization": [
-            st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
-            st.Page("pages/environments.py", title="Environments", icon=":material/dns:"),
-            st.Page("pages/tools.py", title="Tools", icon=":material/build:"),
-        ],
-        "Agents": [
-            st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
-            st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
-            st.Page("pages/deployments.py", title="Deployments", icon=":material/rocket_launch:"),
-        ],
-        "Prompts": [
-            st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),
-        ],
-        "Governance": [
-            st.Page("pages/governance.py", title="Policies", icon=":material/policy:"),
-            st.Page("pages/providers.py", title="LLM providers", icon=":material/smart_toy:"),
-        ],
-        "Settings": [
-            st.Page("pages/api_keys.py", title="API keys", icon=":material/key:"),
-            st.Page("pages/notifications.py", title="Notifications", icon=":material/notifications:"),
-        ],
-    }
-)
 navigation.run()

@@ -9,11 +9,13 @@ from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
+from pydantic import ValidationError
 
 from api import constants
 from api.agents import AgentsResource
 from api.api_keys import ApiKey, ApiKeysResource
 from api.audit import AuditResource
+from api.common import ErrorDetail
 from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
@@ -155,9 +157,22 @@ def _decode(response: httpx.Response) -> Any:
         str(body.get("message") or response.reason_phrase or "Request failed"),
         status=response.status_code,
         code=body.get("code"),
-        details=body.get("details"),
+        details=_details(body.get("details")),
         retry_after=retry_after_seconds(response),
     )
+
+
+def _details(raw: Any) -> list[ErrorDetail]:
+    """The error's details that have the documented shape (a proxy's error page has none)."""
+    if not isinstance(raw, list):
+        return []
+    details = []
+    for item in raw:
+        try:
+            details.append(ErrorDetail.model_validate(item))
+        except ValidationError:
+            continue
+    return details
 
 
 def _retry_delay(response: httpx.Response, attempt: int, *, retry_safe: bool) -> float | None:

@@ -90,8 +90,10 @@ def Trimmed(max_length: int) -> Any:  # noqa: N802 (used like the types it build
 
 
 # A human-readable name: any printable text, trimmed, not empty.
-Name = Trimmed(200)
-Description = Annotated[str, StringConstraints(max_length=2000)]
+NAME_MAX_LENGTH = 200
+DESCRIPTION_MAX_LENGTH = 2000
+Name = Trimmed(NAME_MAX_LENGTH)
+Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX_LENGTH)]
 # A deliberately loose address check: the mail server is the judge; this catches typos early.
 EmailAddress = Annotated[
     str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=320)

@@ -89,10 +89,21 @@ class AgentPreview(Record):
     changes: list[FieldChange]
 
 
+class PreviewWarning(Record):
+    """Something that would stop the deployment, such as `signing_key_missing` (a webhook
+    environment that cannot sign the manifest yet)."""
+
+    code: str
+    message: str
+
+
 class DeploymentPreview(Record):
     environment_id: str
     has_changes: bool
     agents: list[AgentPreview]
+    warnings: list[PreviewWarning] = Field(
+        default=[], description="Why deploying this would be refused; empty when it can go ahead."
+    )
 
 
 class AgentResult(Record):
@@ -231,7 +242,10 @@ class MetricsFigures(Record):
 
     deployments: int
     failures: int
-    deployments_per_day: float
+    deployments_per_day: float | None = Field(
+        description="Over the days from the first deployment (or the range's start, if later) on; "
+        "null for a period that ended before the first deployment."
+    )
     change_failure_rate: float | None = None
     median_duration_seconds: float | None = None
     median_time_to_restore_seconds: float | None = None
@@ -244,6 +258,9 @@ class MetricsPoint(MetricsFigures):
 class EnvironmentMetrics(MetricsFigures):
     environment_id: str
     environment_name: str
+    counted_from: date = Field(
+        description="The first day its frequency counts: the range's start, or its first deployment if later."
+    )
     periods: list[MetricsPoint]
 
 
@@ -254,6 +271,10 @@ class DeploymentMetrics(Record):
     period: MetricsPeriod
     start: date
     end: date
+    counted_from: date = Field(
+        description="The first day frequencies count: `start`, or the day of the first deployment "
+        "if later, so that days before there was anything to deploy do not dilute them."
+    )
     totals: MetricsFigures
     periods: list[MetricsPoint]
     environments: list[EnvironmentMetrics]
@@ -337,15 +358,20 @@ class DeploymentsResource(Resource):
         *,
         environment_id: str | None = None,
         status: list[str] | None = None,
+        start: date | None = None,
+        end: date | None = None,
         limit: int | None = None,
         cursor: str | None = None,
         org_slug: str | None = None,
     ) -> Page[DeploymentJob]:
-        """Jobs, newest first; pass the page's `nextCursor` as `cursor` for the next page."""
+        """Jobs, newest first, created from `start` to `end` (inclusive UTC days) if given; pass the
+        page's `nextCursor` as `cursor` for the next page."""
         params = {
             "orgSlug": self._org(org_slug),
             "environmentId": environment_id,
             "status": ",".join(status) if status else None,
+            "start": start.isoformat() if start else None,
+            "end": end.isoformat() if end else None,
             "limit": limit,
             "cursor": cursor,
         }

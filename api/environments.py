@@ -117,6 +117,9 @@ class Environment(Record):
     webhook_url: str | None = None
     secret_count: int = Field(description="Secrets scoped to this environment (org-wide ones not counted).")
     last_deployment: LastDeployment | None = Field(None, description="Its newest job; null before any.")
+    signing_key_created_at: Timestamp | None = Field(
+        None, description="When its webhook signing key was made; null while it has none."
+    )
     created_at: Timestamp
     updated_at: Timestamp
 

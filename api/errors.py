@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+
+from api.common import ErrorDetail
 
 
 class ApiError(Exception):
-    """An error answer from the service (or no answer at all, with status 0)."""
+    """An error answer from the service (or no answer at all, with status 0).
+
+    `details` name the fields at fault (`field` in wire form, as `name`, `tags.2` or
+    `webhookUrl`), each with its `message` and `type`, so that a form can show each message next
+    to its field.
+    """
 
     status: int = 0
     default_code = "error"
@@ -17,7 +24,7 @@ class ApiError(Exception):
         *,
         status: int | None = None,
         code: str | None = None,
-        details: list[dict[str, Any]] | None = None,
+        details: Sequence[ErrorDetail] = (),
         retry_after: float | None = None,
     ) -> None:
         super().__init__(message)
@@ -25,7 +32,7 @@ class ApiError(Exception):
         if status is not None:
             self.status = status
         self.code = code or self.default_code
-        self.details = details or []
+        self.details = list(details)
         self.retry_after = retry_after
 
     def __str__(self) -> str:

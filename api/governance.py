@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
-from api.common import Description, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
+from api.common import NAME_MAX_LENGTH, Description, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
 from api.providers import ModelName
 from api.resource import Resource, body
 
@@ -19,9 +19,11 @@ SEVERITIES: tuple[str, ...] = Severity.__args__
 # The key of the built-in offline drafter among the system models; the default for drafting.
 BUILTIN_DRAFTER_KEY = "builtin-template"
 
-Instructions = Trimmed(20_000)
-DraftName = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
-RuleText = Trimmed(50_000)
+INSTRUCTIONS_MAX_LENGTH = 20_000
+RULE_TEXT_MAX_LENGTH = 50_000
+Instructions = Trimmed(INSTRUCTIONS_MAX_LENGTH)
+DraftName = Annotated[str, StringConstraints(strip_whitespace=True, max_length=NAME_MAX_LENGTH)]
+RuleText = Trimmed(RULE_TEXT_MAX_LENGTH)
 Reference = Trimmed(200)
 
 
@@ -183,14 +185,17 @@ class PoliciesResource(Resource):
         *,
         category: str | None = None,
         severity: str | None = None,
+        search: str | None = None,
         limit: int | None = None,
         offset: int | None = None,
         org_slug: str | None = None,
     ) -> Page[Policy]:
+        """Policies newest first; `search` keeps those whose name holds it, in any case."""
         params = {
             "orgSlug": self._org(org_slug),
             "category": category,
             "severity": severity,
+            "search": search,
             "limit": limit,
             "offset": offset,
         }

@@ -14,8 +14,9 @@ authenticated baseline GET /api/api-keys?orgSlug=:
   same by week,
 - the status matrix as the console first asks for it (reach: median ≤ 3x; n/a without the route).
 
-Then times single requests, with no other load, of the analytics not loaded above: the
-weekday-by-hour and agent heatmaps and the metrics.
+Then times single requests, with no other load, of the analytics not loaded above (the
+weekday-by-hour and agent heatmaps and the metrics) and of the jobs lists the console opens from a
+heatmap cell (one environment, one day) and from the Overview (failed jobs of the last 7 days).
 """
 
 from __future__ import annotations
@@ -333,12 +334,28 @@ def prime(base_url: str, org: OrgKey, targets: Sequence[Target]) -> None:
                 http.get(route).raise_for_status()
 
 
-def single_requests(base_url: str, org: OrgKey) -> list[list[str]]:
-    """Median and worst of SINGLE_REQUESTS sequential calls of each analytics request."""
+def single_requests(base_url: str, org: OrgKey, catalogue: Catalogue) -> list[list[str]]:
+    """Median and worst of SINGLE_REQUESTS sequential calls of each analytics request, and of the
+    jobs lists the console opens from a heatmap cell and from the Overview."""
     today = utcnow().date()
     quarter = {"start": (today - timedelta(days=89)).isoformat(), "end": today.isoformat()}
     year = {"start": (today - timedelta(days=HEATMAP_DAYS - 1)).isoformat(), "end": today.isoformat()}
+    a_year_ago = (today - timedelta(days=HEATMAP_DAYS - 1)).isoformat()
+    week = {"start": (today - timedelta(days=6)).isoformat(), "end": today.isoformat()}
+    environment = catalogue.environment_ids[0]
     calls = [
+        (
+            "jobs, one environment on a day a year ago",
+            path("agents/deployment-jobs", org, environmentId=environment, start=a_year_ago, end=a_year_ago),
+        ),
+        (
+            "jobs, failed in the last 7 days, every environment",
+            path("agents/deployment-jobs", org, status="error,partial", **week),
+        ),
+        (
+            "jobs, failed on a day a year ago, every environment",
+            path("agents/deployment-jobs", org, status="error,partial", start=a_year_ago, end=a_year_ago),
+        ),
         (
             "heatmap, 365 days weekday x hour",
             path("agents/deployments/heatmap", org, groupBy="weekday_hour", **year),
@@ -420,7 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         loaded = {"baseline": baseline, "jobs": jobs, "heatmap": heatmap, "heatmap_week": by_week}
         prime(service.origin, org, list(loaded.values()))
         series = dict(zip(loaded, measure(list(loaded.values()), load), strict=True))
-        singles = single_requests(service.origin, org)
+        singles = single_requests(service.origin, org, catalogue)
         # Last and in rounds of its own: a target this much slower still has queued requests
         # running into whatever is measured after it. Built alongside this bench: measured once
         # its route answers.

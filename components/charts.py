@@ -6,11 +6,12 @@ needs a look (drifted, partial, changed), red failed, blue-grey is waiting (stal
 
 from __future__ import annotations
 
+from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
 
-from api.deployments import AGENT_STATES, AgentStatus, Heatmap, StatusMatrix
+from api.deployments import AGENT_STATES, AgentStatus, Heatmap, HeatmapAxisItem, StatusMatrix
 
 GREEN = "#2f9e62"
 AMBER = "#f0a23b"
@@ -44,13 +45,19 @@ STATUS_COLOURS = {
     "removed": RED,
     "unchanged": LIGHT,
 }
-# Sequential scales per heatmap metric: volume in blues, failures in reds.
+# Sequential scales per heatmap metric: volume in blues; failures and failure rates from green (none
+# failed) through amber to red. Each starts at a visible tint, so that a cell with jobs never looks
+# like a cell without any (drawn in NO_JOBS).
 METRIC_SCALES = {
-    "count": [[0, "#f4f7fb"], [0.25, "#c6dbef"], [0.6, "#4f8fc9"], [1, "#163f77"]],
-    "failures": [[0, "#fbf4f2"], [0.3, "#f6c3b5"], [0.7, "#e0674f"], [1, "#8e1b12"]],
-    "failure_rate": [[0, "#fbf4f2"], [0.3, "#f6c3b5"], [0.7, "#e0674f"], [1, "#8e1b12"]],
+    "count": [[0, "#c3d8ee"], [0.3, "#8fb8e0"], [0.7, "#3f7fc0"], [1, "#163f77"]],
+    "failures": [[0, "#cdebd8"], [0.25, "#f4d58d"], [0.6, "#e0674f"], [1, "#8e1b12"]],
+    "failure_rate": [[0, "#cdebd8"], [0.15, "#f4d58d"], [0.5, "#e0674f"], [1, "#8e1b12"]],
 }
 METRIC_LABELS = {"count": "Deployments", "failures": "Failures", "failure_rate": "Failure rate"}
+NO_JOBS = "#eceff3"
+TOO_FEW = "#c9ced8"
+# A failure rate of fewer jobs than this is not coloured: one failed job of one is not "100 %".
+MIN_RATE_SAMPLE = 5
 _CHART_MARGIN = {"l": 10, "r": 10, "t": 10, "b": 10}
 
 
@@ -60,44 +67,204 @@ def tint(colour: str, alpha: float = 0.28) -> str:
     return f"rgba({red},{green},{blue},{alpha})"
 
 
-def heatmap_figure(heatmap: Heatmap, *, height: int | None = None) -> go.Figure:
-    """The grid as the service sends it, rows and columns in display order; a failure rate without
-    jobs stays blank."""
+def heatmap_figure(heatmap: Heatmap, *, height: int | None = None, clickable: bool = False) -> go.Figure:
+    """The grid as the service sends it, rows and columns in display order, with each row's total
+    at its right. Cells without jobs are grey; a failure rate of fewer than MIN_RATE_SAMPLE jobs is
+    a darker grey, not a colour. With `clickable`, each cell with jobs can be selected (a click):
+    its row and column ids come back as the selected point's `customdata`."""
     dates = heatmap.group_by == "environment"
-    details = [
-        list(zip(job_row, failed_row, strict=True))
-        for job_row, failed_row in zip(heatmap.counts, heatmap.failures, strict=True)
-    ]
     rate = heatmap.metric == "failure_rate"
-    figure = go.Figure(
+    x = [column.id if dates else column.name for column in heatmap.columns]
+    y = [row.name for row in heatmap.rows]
+    cells = [
+        [_Cell(jobs, failed, value) for jobs, failed, value in zip(*grids, strict=True)]
+        for grids in zip(heatmap.counts, heatmap.failures, heatmap.values, strict=True)
+    ]
+    hovers = [
+        [
+            _heat_hover(row.name, _column_name(column, heatmap), cell)
+            for column, cell in zip(heatmap.columns, line, strict=True)
+        ]
+        for row, line in zip(heatmap.rows, cells, strict=True)
+    ]
+    figure = go.Figure()
+    _flat_layer(figure, x, y, [[cell.jobs == 0 for cell in line] for line in cells], NO_JOBS, hovers)
+    if rate:
+        _flat_layer(
+            figure,
+            x,
+            y,
+            [[0 < cell.jobs < MIN_RATE_SAMPLE for cell in line] for line in cells],
+            TOO_FEW,
+            hovers,
+        )
+    figure.add_trace(
         go.Heatmap(
-            z=heatmap.values,
-            # Bucket columns are ISO dates: a date axis labels them by month and week.
-            x=[column.id if dates else column.name for column in heatmap.columns],
-            y=[row.name for row in heatmap.rows],
-            customdata=details,
+            z=[[cell.value if cell.coloured(rate) else None for cell in line] for line in cells],
+            x=x,
+            y=y,
+            customdata=hovers,
             colorscale=METRIC_SCALES[heatmap.metric],
             zmin=0,
             zmax=1 if rate else None,
             xgap=2,
             ygap=2,
-            colorbar={"thickness": 12, "tickformat": ".0%" if rate else "d", "outlinewidth": 0},
-            hovertemplate=(
-                "<b>%{y}</b> · %{x}<br>%{customdata[0]} jobs, %{customdata[1]} failed"
-                + ("<br>failure rate %{z:.0%}" if rate else "")
-                + "<extra></extra>"
-            ),
+            colorbar={
+                "orientation": "h",
+                "thickness": 10,
+                "len": 0.3,
+                "x": 1,
+                "xanchor": "right",
+                "y": 1.01,
+                "yanchor": "bottom",
+                "tickformat": ".0%" if rate else "d",
+                "outlinewidth": 0,
+            },
+            hovertemplate="%{customdata}<extra></extra>",
             hoverongaps=False,
         )
     )
+    if clickable:
+        _click_targets(figure, heatmap, x, y, cells, hovers)
+    for row, line in zip(y, cells, strict=True):
+        figure.add_annotation(
+            x=1.005,
+            xref="paper",
+            xanchor="left",
+            y=row,
+            yref="y",
+            text=_row_total(line, heatmap.metric),
+            showarrow=False,
+            font={"size": 12},
+        )
+    figure.add_annotation(
+        x=1.005,
+        xref="paper",
+        xanchor="left",
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        text="<b>Total</b>",
+        showarrow=False,
+        font={"size": 12},
+    )
     figure.update_layout(
-        height=height or 70 + 34 * max(len(heatmap.rows), 3),
-        margin=_CHART_MARGIN,
+        height=height or 90 + 34 * max(len(heatmap.rows), 3),
+        margin={"l": 10, "r": 110 if rate else 70, "t": 34, "b": 10},
         plot_bgcolor="rgba(0,0,0,0)",
         yaxis={"autorange": "reversed", "type": "category"},
-        xaxis={"type": "date" if dates else "category", "showgrid": False},
+        xaxis=_time_axis(heatmap) if dates else {"type": "category", "showgrid": False},
+        showlegend=False,
+        hovermode="closest",
+        hoverdistance=8,
+        # A click selects the cell's point and nothing else: no box, no dimming of the others.
+        dragmode=False,
+        clickmode="event+select",
     )
     return figure
+
+
+def _time_axis(heatmap: Heatmap) -> dict[str, Any]:
+    """A date axis that ends where the columns do, half a bucket either side of their centres."""
+    half = timedelta(days=3.5 if heatmap.bucket == "week" else 0.5)
+    first, last = (date.fromisoformat(heatmap.columns[i].id) for i in (0, -1))
+    edges = [datetime.combine(first, time.min) - half, datetime.combine(last, time.min) + half]
+    return {"type": "date", "showgrid": False, "range": [edge.isoformat() for edge in edges]}
+
+
+class _Cell:
+    __slots__ = ("failed", "jobs", "value")
+
+    def __init__(self, jobs: int, failed: int, value: float | None) -> None:
+        self.jobs, self.failed, self.value = jobs, failed, value
+
+    def coloured(self, rate: bool) -> bool:
+        return self.jobs >= (MIN_RATE_SAMPLE if rate else 1)
+
+
+def _column_name(column: HeatmapAxisItem, heatmap: Heatmap) -> str:
+    if heatmap.group_by != "environment":
+        return column.name
+    day = date.fromisoformat(column.id)
+    return f"week of {day:%a %d %b %Y}" if heatmap.bucket == "week" else f"{day:%a %d %b %Y}"
+
+
+def _heat_hover(row: str, column: str, cell: _Cell) -> str:
+    head = f"<b>{row}</b> · {column}<br>"
+    if cell.jobs == 0:
+        return head + "no jobs"
+    jobs = f"{cell.jobs} job{'s' if cell.jobs != 1 else ''}, {cell.failed} failed ({cell.failed / cell.jobs:.0%})"
+    if cell.jobs < MIN_RATE_SAMPLE:
+        jobs += f"<br>too few jobs to rate (fewer than {MIN_RATE_SAMPLE})"
+    return head + jobs
+
+
+def _row_total(line: list[_Cell], metric: str) -> str:
+    """What a row adds up to: its jobs, its failed jobs, or its failure rate and how many jobs."""
+    jobs = sum(cell.jobs for cell in line)
+    failed = sum(cell.failed for cell in line)
+    if metric == "count":
+        return f"{jobs:,}"
+    if metric == "failures":
+        return f"{failed:,}"
+    return f"{failed / jobs:.0%} of {jobs:,}" if jobs else "no jobs"
+
+
+def _flat_layer(
+    figure: go.Figure,
+    x: list[str],
+    y: list[str],
+    where: list[list[bool]],
+    colour: str,
+    hovers: list[list[str]],
+) -> None:
+    """Cells of one flat colour (no jobs, too few jobs), under the coloured ones."""
+    figure.add_trace(
+        go.Heatmap(
+            z=[[1 if flag else None for flag in line] for line in where],
+            x=x,
+            y=y,
+            customdata=hovers,
+            colorscale=[[0, colour], [1, colour]],
+            showscale=False,
+            xgap=2,
+            ygap=2,
+            hovertemplate="%{customdata}<extra></extra>",
+            hoverongaps=False,
+        )
+    )
+
+
+def _click_targets(
+    figure: go.Figure,
+    heatmap: Heatmap,
+    x: list[str],
+    y: list[str],
+    cells: list[list[_Cell]],
+    hovers: list[list[str]],
+) -> None:
+    """An invisible point on each cell with jobs: heatmap cells cannot be selected, points can."""
+    points = [
+        (x[j], y[i], [row.id, column.id], hovers[i][j])
+        for i, (row, line) in enumerate(zip(heatmap.rows, cells, strict=True))
+        for j, (column, cell) in enumerate(zip(heatmap.columns, line, strict=True))
+        if cell.jobs
+    ]
+    size = max(6, min(28, 900 // max(len(x), 1)))
+    invisible = {"marker": {"opacity": 0}}
+    figure.add_trace(
+        go.Scatter(
+            x=[point[0] for point in points],
+            y=[point[1] for point in points],
+            customdata=[point[2] for point in points],
+            text=[point[3] + "<br><i>Click to open these jobs</i>" for point in points],
+            mode="markers",
+            marker={"symbol": "square", "size": size, "color": "rgba(0,0,0,0)"},
+            selected=invisible,
+            unselected=invisible,
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
 
 
 def status_matrix_figure(matrix: StatusMatrix) -> go.Figure:

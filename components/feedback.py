@@ -1,13 +1,20 @@
-"""Turning API errors into messages a person can act on, never tracebacks."""
+"""How the console says what went wrong and what was done: in words, never as a traceback.
+
+Every message that quotes the service or the person goes through `plain`, so that a `$` in a
+field rule or a `*` in a name is shown as typed instead of being read as Markdown (two `$` signs
+made LaTeX of a message).
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TypeVar
 
 import streamlit as st
 
 from api.errors import ApiError, ConnectionFailed, Forbidden, RateLimited, Unauthorized
+from components.fields import worded
 
 T = TypeVar("T")
 
@@ -17,19 +24,30 @@ _HINTS: list[tuple[type[ApiError], str]] = [
     (Forbidden, "This key belongs to another organization."),
     (RateLimited, "Too many requests for now; wait a moment and reload."),
 ]
+_MARKDOWN = re.compile(r"([\\`*_{}\[\]<>#|$~])")
+_NOTICE_KEY = "orgdeck_notice"
 
 
-def explain(error: ApiError) -> str:
+def plain(text: str) -> str:
+    """Text shown exactly as written where Streamlit renders Markdown (and LaTeX between `$`)."""
+    return _MARKDOWN.sub(r"\\\1", text)
+
+
+def explain(error: ApiError, form: str = "") -> str:
+    """What went wrong and what to do about it, as plain text: the fields at fault in the words of
+    their rules (of `form`, see `components.fields`), else the service's message."""
+    if error.details:
+        return "; ".join(worded(form, detail) for detail in error.details)
     hint = next((text for kind, text in _HINTS if isinstance(error, kind)), "")
     return f"{error.message} {hint}".strip()
 
 
-def show_error(error: ApiError, action: str) -> None:
-    st.error(f"**Could not {action}.** {explain(error)}", icon=":material/error:")
+def show_error(error: ApiError, action: str, form: str = "") -> None:
+    st.error(f"**Could not {action}.** {plain(explain(error, form))}", icon=":material/error:")
 
 
 def load(action: str, call: Callable[[], T]) -> T:
-    """Run an API call for the page; on failure show why and stop drawing the page."""
+    """Run an API call the page cannot do without; on failure say why and stop drawing the page."""
     try:
         return call()
     except ApiError as error:
@@ -38,11 +56,20 @@ def load(action: str, call: Callable[[], T]) -> T:
         raise  # st.stop() raises; this keeps type checkers honest
 
 
-_NOTICE_KEY = "orgdeck_notice"
+def attempt(action: str, call: Callable[[], T]) -> T | None:
+    """Run an API call one part of a page needs; on failure say why there and let the rest draw."""
+    try:
+        return call()
+    except ApiError as error:
+        show_error(error, action)
+        return None
 
 
 def notify(message: str) -> None:
-    """Rerun the page and say what happened once it has redrawn with the change."""
+    """Rerun the page and say what happened once it has redrawn with the change.
+
+    `message` is Markdown written by the page: quote names through `plain`.
+    """
     st.session_state[_NOTICE_KEY] = message
     st.rerun()
 

@@ -30,3 +30,13 @@ def duration(seconds: float | None, *, none: str = "—") -> str:
             rest = (whole % size) // smaller
             return f"{whole // size} {unit}" + (f" {rest} {small_unit}" if rest else "")
     return f"{whole} s"
+
+
+def short_duration(seconds: float | None, *, none: str = "—") -> str:
+    """'45 s', '24.6 min', '3.2 h', '1.5 d': one unit, for tiles where space is short."""
+    if seconds is None:
+        return none
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "min")):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.0f} s" if seconds >= 10 else f"{seconds:.1f} s"

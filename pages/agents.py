@@ -12,31 +12,31 @@ from api import ApiError
 from api.agents import Agent, AgentVersion
 from api.common import MAX_PAGE_SIZE
 from api.fleets import Fleet
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
 from components.diff import diff_stats, side_by_side
-from components.feedback import load, notify, show_error, show_notice
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields, InvalidField
+from components.tables import chosen_row, select
 
-CHOICE = "agent_choice"
+TABLE = "agents_table"
 NO_FLEET = "No fleet"
 DRAFT = "Draft"
+BOUND = "query-params"
 
 connection = current()
 orgdeck = client()
 
 
-class InvalidField(ValueError):
-    """A form field the page could not turn into what the API expects."""
-
-
-def parse_json_object(text: str, label: str) -> dict[str, Any]:
+def parse_json_object(text: str, field: str) -> dict[str, Any]:
     try:
         value = json.loads(text or "{}")
     except json.JSONDecodeError as error:
-        raise InvalidField(f"{label} is not valid JSON: {error.msg} (line {error.lineno})") from error
+        raise InvalidField(field, f"not valid JSON: {error.msg} (line {error.lineno})") from error
     if not isinstance(value, dict):
-        raise InvalidField(f'{label} must be a JSON object, like {{"model": "gpt-4o"}}')
+        raise InvalidField(field, 'must be a JSON object, like {"model": "gpt-4o"}')
     return value
 
 
@@ -74,39 +74,37 @@ def fleet_picker(label: str, fleets: list[Fleet], current_id: str | None, *, key
     )
 
 
-def config_fields(agent: Agent | None, *, key: str) -> dict[str, Any]:
+def config_fields(fields: FormFields, agent: Agent | None, *, key: str) -> dict[str, Any]:
     """The inputs shared by the create and edit forms; values as typed."""
-    provider_col, tags_col = st.columns(2)
-    provider = provider_col.text_input(
-        "Provider",
-        value=agent.provider if agent else "",
-        placeholder="e.g. openai, anthropic",
-        help="Lowercase letters, digits, '.', '_' and '-'.",
-        key=f"{key}_provider",
+    provider_col, tags_col = layout.fields(f"{key}_provider_tags", 2)
+    provider = fields.text_input(
+        "provider", key=f"{key}_provider", where=provider_col, value=agent.provider if agent else ""
     )
-    tags = tags_col.text_input(
-        "Tags (comma-separated)",
-        value=", ".join(agent.tags) if agent else "",
-        placeholder="support, tier-1",
-        help="Up to 32; lowercase letters, digits and - _ . : /",
+    tags = fields.text_input(
+        "tags",
         key=f"{key}_tags",
+        where=tags_col,
+        label="Tags (comma-separated)",
+        value=", ".join(agent.tags) if agent else "",
     )
-    config_col, references_col = st.columns(2)
-    provider_config = config_col.text_area(
-        "Provider config (JSON object)",
+    config_col, references_col = layout.fields(f"{key}_config", 2)
+    provider_config = fields.text_area(
+        "providerConfig",
+        key=f"{key}_config",
+        where=config_col,
+        label="Provider config (JSON object)",
         value=pretty(agent.provider_config)
         if agent
         else '{\n  "model": "gpt-4o-mini",\n  "temperature": 0.2\n}',
         height=180,
-        help="Free-form settings for the provider, up to 64 KiB.",
-        key=f"{key}_config",
     )
-    prompt_references = references_col.text_area(
-        "Prompt references (JSON object, name → reference)",
+    prompt_references = fields.text_area(
+        "promptReferences",
+        key=f"{key}_references",
+        where=references_col,
+        label="Prompt references (JSON object, name → reference)",
         value=pretty(agent.prompt_references) if agent else "{}",
         height=180,
-        help='Up to 50, e.g. {"system": "demo/support-prompts/triage-system@production"}.',
-        key=f"{key}_references",
     )
     return {
         "provider": provider.strip(),
@@ -116,45 +114,46 @@ def config_fields(agent: Agent | None, *, key: str) -> dict[str, Any]:
     }
 
 
-def parsed(fields: dict[str, Any]) -> dict[str, Any]:
+def parsed(typed: dict[str, Any]) -> dict[str, Any]:
     return {
-        "provider": fields["provider"],
-        "tags": parse_tags(fields["tags"]),
-        "provider_config": parse_json_object(fields["provider_config"], "Provider config"),
-        "prompt_references": parse_json_object(fields["prompt_references"], "Prompt references"),
+        "provider": typed["provider"],
+        "tags": parse_tags(typed["tags"]),
+        "provider_config": parse_json_object(typed["provider_config"], "providerConfig"),
+        "prompt_references": parse_json_object(typed["prompt_references"], "promptReferences"),
     }
 
 
 def create_form(fleets: list[Fleet], *, expanded: bool) -> None:
     with st.expander("New agent", expanded=expanded, icon=":material/add:"), st.form("create_agent"):
-        key_col, name_col = st.columns(2)
-        stable_key = key_col.text_input(
-            "Stable key",
-            placeholder="e.g. support-triage",
-            help="The agent's permanent id: lowercase letters, digits, '.', '_' and '-', up to 100.",
+        fields = FormFields("agent")
+        key_col, name_col = layout.fields("create_agent_names", 2)
+        stable_key = fields.text_input("stableKey", key="create_stable_key", where=key_col)
+        name = fields.text_input(
+            "name", key="create_name", where=name_col, placeholder="Defaults to the stable key"
         )
-        name = name_col.text_input("Name", placeholder="Defaults to the stable key", max_chars=200)
-        fields = config_fields(None, key="create")
+        typed = config_fields(fields, None, key="create")
         fleet_id = fleet_picker("Fleet", fleets, None, key="create_fleet")
+        fields.slot("fleetId")
         if st.form_submit_button("Create agent", type="primary"):
             try:
                 created = orgdeck.agents.create(
-                    stable_key.strip(), name=name.strip() or None, fleet_id=fleet_id, **parsed(fields)
+                    stable_key.strip(), name=name.strip() or None, fleet_id=fleet_id, **parsed(typed)
                 )
-            except InvalidField as error:
-                st.error(str(error), icon=":material/error:")
-            except ApiError as error:
-                show_error(error, "create the agent")
+            except (InvalidField, ApiError) as error:
+                fields.show(error, "create the agent")
             else:
-                st.session_state[CHOICE] = created.stable_key
-                notify(f"Created agent **{created.stable_key}**. Snapshot it to make version 1.")
+                fields.clear()
+                select(TABLE, created.stable_key)
+                notify(f"Created agent **{plain(created.stable_key)}**. Snapshot it to make version 1.")
 
 
 def edit_form(agent: Agent, fleets: list[Fleet]) -> None:
     with st.form(f"edit_agent_{agent.stable_key}"):
-        name = st.text_input("Name", value=agent.name, max_chars=200, key=f"edit_{agent.stable_key}_name")
-        fields = config_fields(agent, key=f"edit_{agent.stable_key}")
+        fields = FormFields("agent")
+        name = fields.text_input("name", key=f"edit_{agent.stable_key}_name", value=agent.name)
+        typed = config_fields(fields, agent, key=f"edit_{agent.stable_key}")
         fleet_id = fleet_picker("Fleet", fleets, agent.fleet_id, key=f"edit_{agent.stable_key}_fleet")
+        fields.slot("fleetId")
         if st.form_submit_button("Save draft", type="primary"):
             try:
                 orgdeck.agents.update(
@@ -162,14 +161,12 @@ def edit_form(agent: Agent, fleets: list[Fleet]) -> None:
                     name=name.strip(),
                     fleet_id=fleet_id,
                     leave_fleet=fleet_id is None and agent.fleet_id is not None,
-                    **parsed(fields),
+                    **parsed(typed),
                 )
-            except InvalidField as error:
-                st.error(str(error), icon=":material/error:")
-            except ApiError as error:
-                show_error(error, "save the draft")
+            except (InvalidField, ApiError) as error:
+                fields.show(error, "save the draft")
             else:
-                notify(f"Saved the draft of **{agent.stable_key}**. Snapshot it to freeze a version.")
+                notify(f"Saved the draft of **{plain(agent.stable_key)}**. Snapshot it to freeze a version.")
 
 
 def versions_table(versions: list[AgentVersion]) -> None:
@@ -199,7 +196,7 @@ def compare(agent: Agent, versions: list[AgentVersion]) -> None:
     texts[DRAFT] = pretty(draft_of(agent))
     options: list[int | str] = [DRAFT, *(v.version for v in versions)]
     label = {DRAFT: "Current draft", **{v.version: f"Version {v.version}" for v in versions}}
-    older_col, newer_col = st.columns(2)
+    older_col, newer_col = layout.fields(f"compare_{agent.stable_key}", 2)
     # Default: what changed in the newest version (or, with one version, what the draft adds).
     older = older_col.selectbox(
         "From", options, index=min(2, len(options) - 1), format_func=label.get, key=f"from_{agent.stable_key}"
@@ -221,15 +218,17 @@ def compare(agent: Agent, versions: list[AgentVersion]) -> None:
 
 def detail(agent: Agent, fleets: list[Fleet]) -> None:
     fleet_names = {fleet.id: fleet.name for fleet in fleets}
-    head_col, snapshot_col = st.columns([4, 1], vertical_alignment="bottom")
-    head_col.markdown(
-        f"### {agent.name}\n`{agent.stable_key}` · {agent.provider} · "
-        f"{fleet_names.get(agent.fleet_id or '', NO_FLEET)} · **{version_state(agent)}**"
+    st.subheader(agent.name, anchor=False)
+    head = st.container(horizontal=True, vertical_alignment="center")
+    head.markdown(
+        f"`{agent.stable_key}` · {plain(agent.provider)} · "
+        f"{plain(fleet_names.get(agent.fleet_id or '', NO_FLEET))} · **{version_state(agent)}**",
+        width="stretch",
     )
-    if snapshot_col.button(
+    if head.button(
         "Snapshot version",
         type="primary",
-        width="stretch",
+        width="content",
         disabled=not agent.has_unversioned_changes,
         help="Freeze the current draft as the next immutable version."
         if agent.has_unversioned_changes
@@ -241,12 +240,15 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
         except ApiError as error:
             show_error(error, "snapshot the agent")
         else:
-            notify(f"Snapshotted **{agent.stable_key}** as version {version.version}.")
+            notify(
+                f"Snapshotted **{plain(agent.stable_key)}** as version {version.version}. Deploy it from "
+                "the **Deploy** tab of the Deployments page."
+            )
     versions = load(
         "list versions", lambda: orgdeck.agents.versions(agent.stable_key, limit=MAX_PAGE_SIZE)
     ).items
-    draft_tab, edit_tab, versions_tab, diff_tab = st.tabs(
-        ["Draft", "Edit", f"Versions ({len(versions)})", "Compare"]
+    draft_tab, edit_tab, versions_tab, diff_tab, deployments_tab = st.tabs(
+        ["Draft", "Edit", f"Versions ({len(versions)})", "Compare", "Deployments"]
     )
     with draft_tab:
         st.code(pretty(draft_of(agent)), language="json")
@@ -263,8 +265,7 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
             except ApiError as error:
                 show_error(error, "archive the agent")
             else:
-                st.session_state.pop(CHOICE, None)
-                notify(f"Archived **{agent.stable_key}**.")
+                notify(f"Archived **{plain(agent.stable_key)}**.")
     with versions_tab:
         if versions:
             versions_table(versions)
@@ -275,6 +276,39 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
             compare(agent, versions)
         else:
             st.info("Nothing to compare until the agent has a version.")
+    with deployments_tab:
+        deployments(agent)
+
+
+def deployments(agent: Agent) -> None:
+    """The agent's newest deployments, and the way to all of them."""
+    page = load("load its deployments", lambda: orgdeck.deployments.history(agent=agent.stable_key, limit=10))
+    if not page.items:
+        st.info("Never deployed: preview and deploy it from the **Deploy** tab of the Deployments page.")
+    else:
+        st.dataframe(
+            pd.DataFrame(
+                [
+                    {
+                        "When": entry.created_at,
+                        "Environment": entry.environment_name,
+                        "Version": f"v{entry.version}",
+                        "Result": entry.status,
+                        "Error": entry.error or "",
+                    }
+                    for entry in page.items
+                ]
+            ),
+            hide_index=True,
+            width="stretch",
+            column_config={"When": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
+        )
+    st.page_link(
+        "pages/deployments.py",
+        label=f"All {page.total or 0} deployments of {agent.stable_key}",
+        icon=":material/history:",
+        query_params={"tab": "History", "history_agent": agent.stable_key},
+    )
 
 
 st.title("Agents")
@@ -288,14 +322,29 @@ fleets = load("list fleets", lambda: orgdeck.fleets.list(limit=MAX_PAGE_SIZE)).i
 everything = load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
 fleet_names = {fleet.id: fleet.name for fleet in fleets}
 
-search_col, tags_col, provider_col, fleet_col = st.columns([3, 3, 2, 2])
-search = search_col.text_input("Search", placeholder="Key or name", key="agent_search")
-tags = tags_col.multiselect("Tags (all must match)", sorted({t for a in everything for t in a.tags}))
+search_col, tags_col, provider_col, fleet_col = layout.fields("agent_filters", 4)
+search = search_col.text_input(
+    "Search", placeholder="Key or name", key="agent_search", bind=BOUND, max_chars=200
+)
+tags = tags_col.multiselect(
+    "Tags (all must match)", sorted({t for a in everything for t in a.tags}), key="agent_tags", bind=BOUND
+)
 provider = provider_col.selectbox(
-    "Provider", sorted({a.provider for a in everything}), index=None, placeholder="Any"
+    "Provider",
+    sorted({a.provider for a in everything}),
+    index=None,
+    placeholder="Any",
+    key="agent_provider",
+    bind=BOUND,
 )
 fleet = fleet_col.selectbox(
-    "Fleet", list(fleet_names), index=None, format_func=fleet_names.get, placeholder="Any"
+    "Fleet",
+    list(fleet_names),
+    index=None,
+    format_func=fleet_names.get,
+    placeholder="Any",
+    key="agent_fleet",
+    bind=BOUND,
 )
 filtered = any([search.strip(), tags, provider, fleet])
 agents = (
@@ -313,35 +362,41 @@ agents = (
     else everything
 )
 
+chosen = None
 if agents:
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "Key": a.stable_key,
-                    "Name": a.name,
-                    "Provider": a.provider,
-                    "Model": str(a.provider_config.get("model", "")),
-                    "Fleet": fleet_names.get(a.fleet_id or "", ""),
-                    "Version": a.latest_version,
-                    "Unversioned edits": a.has_unversioned_changes,
-                    "Tags": a.tags,
-                    "Updated": ago(a.updated_at),
-                }
-                for a in agents
-            ]
-        ),
-        hide_index=True,
+    st.caption(
+        (f"{len(agents)} of {len(everything)} agents" if filtered else f"{len(agents)} agents")
+        + ". Select one to see its draft, versions and history."
+    )
+    table = pd.DataFrame(
+        [
+            {
+                "Key": a.stable_key,
+                "Name": a.name,
+                "Provider": a.provider,
+                "Model": str(a.provider_config.get("model", "")),
+                "Fleet": fleet_names.get(a.fleet_id or "", ""),
+                "Version": f"v{a.latest_version}" if a.latest_version else "",
+                "Unversioned edits": a.has_unversioned_changes,
+                "Tags": a.tags,
+                "Updated": ago(a.updated_at),
+            }
+            for a in agents
+        ]
+    )
+    chosen = chosen_row(
+        table,
+        [a.stable_key for a in agents],
+        key=TABLE,
         width="stretch",
         column_config={
             "Tags": st.column_config.ListColumn(),
-            "Version": st.column_config.NumberColumn(help="The newest version; empty: never snapshotted"),
+            "Version": st.column_config.TextColumn(help="The newest version; empty: never snapshotted"),
             "Unversioned edits": st.column_config.CheckboxColumn(
                 help="The draft has changes that no version holds yet"
             ),
         },
     )
-    st.caption(f"{len(agents)} of {len(everything)} agents" if filtered else f"{len(agents)} agents")
 elif filtered:
     st.info("No agent matches these filters.")
 else:
@@ -349,10 +404,5 @@ else:
 
 create_form(fleets, expanded=not everything)
 
-if agents:
-    st.divider()
-    by_key = {a.stable_key: a for a in agents}
-    if st.session_state.get(CHOICE) not in by_key:
-        st.session_state[CHOICE] = agents[0].stable_key
-    chosen = st.selectbox("Agent", list(by_key), format_func=lambda k: f"{by_key[k].name} ({k})", key=CHOICE)
-    detail(by_key[chosen], fleets)
+if chosen is not None:
+    detail(next(a for a in agents if a.stable_key == chosen), fleets)

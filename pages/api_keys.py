@@ -6,9 +6,15 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
+from components.confirm import confirmed
 from components.connection import client, current
-from components.feedback import load, show_error
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields
+from components.tables import chosen_row, select
+
+CREATED = "created_api_key"
+TABLE = "api_keys_table"
 
 connection = current()
 orgdeck = client()
@@ -18,23 +24,31 @@ st.caption(
     f"Keys of `{connection.org_slug}`. A key can do everything in this organization: "
     "give each pipeline or integration its own, and revoke it when it is no longer needed."
 )
+show_notice()
 
 # A newly created key is shown on the run right after creation and then forgotten.
-created = st.session_state.pop("created_api_key", None)
+created = st.session_state.pop(CREATED, None)
 if created is not None:
-    st.success(f"Key **{created['name']}** created. Copy it now: it will not be shown again.")
+    st.success(
+        f"Key **{plain(created['name'])}** created. Copy it now (the copy button is at the right of the "
+        "box): it will not be shown again.",
+        icon=":material/key:",
+    )
     st.code(created["key"], language=None)
 
-with st.form("create_api_key", clear_on_submit=True):
+with st.form("create_api_key"):
+    fields = FormFields("apiKey")
     name_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
-    name = name_col.text_input("New key name", placeholder="e.g. github-actions-deploy", max_chars=200)
-    if button_col.form_submit_button("Create key", type="primary", use_container_width=True):
+    name = fields.text_input("name", key="new_api_key_name", where=name_col, label="New key name")
+    if button_col.form_submit_button("Create key", type="primary", width="stretch"):
         try:
             issued = orgdeck.api_keys.create(name)
         except ApiError as error:
-            show_error(error, "create the key")
+            fields.show(error, "create the key")
         else:
-            st.session_state["created_api_key"] = {"name": issued.name, "key": issued.key}
+            fields.clear()
+            st.session_state[CREATED] = {"name": issued.name, "key": issued.key}
+            select(TABLE, issued.id)
             st.rerun()
 
 keys = load("list API keys", orgdeck.api_keys.list).items
@@ -54,37 +68,29 @@ table = pd.DataFrame(
         for key in keys
     ]
 )
-st.dataframe(
+chosen_id = chosen_row(
     table,
-    hide_index=True,
-    use_container_width=True,
+    [key.id for key in keys],
+    key=TABLE,
+    width="stretch",
     column_config={"Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
 )
+chosen = next(key for key in keys if key.id == chosen_id)
 
-st.subheader("Revoke a key")
-revocable = {f"{key.name} ({key.prefix}…)": key for key in keys if key.id != connection.key_id}
-if not revocable:
-    st.caption("The only key is the one this console uses; create another before revoking it.")
-    st.stop()
-choice = st.selectbox("Key", list(revocable), index=None, placeholder="Choose a key to revoke")
-if choice and st.button("Revoke…", key="revoke_start"):
-    st.session_state["revoke_pending"] = revocable[choice].id
-pending = st.session_state.get("revoke_pending")
-if pending and choice and revocable[choice].id == pending:
-    st.warning(
-        f"Revoke **{choice}**? Requests using it fail from this moment on. This cannot be undone.",
-        icon=":material/warning:",
+st.subheader(f"{chosen.name} ({chosen.prefix}…)")
+if chosen.id == connection.key_id:
+    st.caption(
+        "This is the key the console itself uses, so it is not offered for revocation here: "
+        "create another key first, then revoke this one from a console that uses the new one."
     )
-    confirm_col, cancel_col, _ = st.columns([1, 1, 4])
-    if confirm_col.button("Revoke key", type="primary"):
-        st.session_state.pop("revoke_pending")
-        try:
-            orgdeck.api_keys.revoke(pending)
-        except ApiError as error:
-            show_error(error, "revoke the key")
-        else:
-            st.toast(f"Revoked {choice}")
-            st.rerun()
-    if cancel_col.button("Cancel"):
-        st.session_state.pop("revoke_pending")
-        st.rerun()
+    st.stop()
+warning = (
+    f"Revoke **{plain(chosen.name)}**? Requests using it fail from this moment on. This cannot be undone."
+)
+if confirmed("Revoke key", key=f"revoke_{chosen.id}", warning=warning):
+    try:
+        orgdeck.api_keys.revoke(chosen.id)
+    except ApiError as error:
+        show_error(error, "revoke the key")
+    else:
+        notify(f"Revoked **{plain(chosen.name)}**.")

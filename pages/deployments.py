@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Callable
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 import pandas as pd
@@ -22,6 +22,7 @@ from api.deployments import (
     DEFAULT_STATUS_PAGE_SIZE,
     FINISHED_JOB_STATUSES,
     JOB_STATUSES,
+    MAX_ANALYTICS_DAYS,
     AgentStatus,
     DeploymentJob,
     DeploymentMetrics,
@@ -31,8 +32,10 @@ from api.deployments import (
     StatusMatrix,
 )
 from api.environments import Environment
+from components import layout
 from components.charts import (
     METRIC_LABELS,
+    MIN_RATE_SAMPLE,
     STATE_COLOURS,
     STATE_LABELS,
     STATUS_COLOURS,
@@ -42,24 +45,29 @@ from components.charts import (
 )
 from components.connection import client, current
 from components.dates import recent_days
-from components.feedback import load, notify, show_error, show_notice
-from components.formatting import ago, duration
-from components.paging import paging_position
+from components.feedback import attempt, load, notify, plain, show_error, show_notice
+from components.formatting import ago, duration, short_duration
+from components.forms import FormFields, InvalidField
+from components.paging import Pager, next_offset, offset_caption
+from components.tables import chosen_row, row_opener, select
 
-TAB = "deployments_tab"
+TAB = "tab"
 OVERVIEW, DEPLOY, JOBS, HISTORY = "Overview", "Deploy", "Jobs", "History"
 PREVIEW = "deploy_preview"
 WATCHED = "deploy_watched"
 FOLLOWING = "deploy_following"
-JOB_CHOICE = "job_choice"
-JOB_CURSORS = "job_cursors"
-HISTORY_OFFSET = "history_offset"
-MATRIX_PAGE = "matrix_page"
+JOBS_TABLE = "jobs_table"
+# Filters are kept in the URL (`bind="query-params"`), so that a view can be linked to and shared.
+JOBS_STATUS, JOBS_ENVIRONMENT, JOBS_DAYS = "job_status", "job_env", "job_days"
+METRIC, BUCKET, STATES = "metric", "per", "state"
+BOUND = "query-params"
+HEATMAP = "heatmap_environment"
 POLL_SECONDS = 1.0
 JOBS_PER_PAGE = 50
 HISTORY_PER_PAGE = 100
 ALL = "All"
 AGENTS, FLEET = "Agents", "A fleet"
+FAILED = ["error", "partial"]
 BADGE_COLOURS = {
     "complete": "green",
     "partial": "orange",
@@ -68,13 +76,11 @@ BADGE_COLOURS = {
     "pending": "gray",
 }
 PLOT_CONFIG = {"displayModeBar": False}
+TILE_WIDTH = 222
+MATRIX_WIDTH, HOURS_WIDTH = 540, 360
 
 connection = current()
 orgdeck = client()
-
-
-class InvalidField(ValueError):
-    """A form field the page could not turn into what the API expects."""
 
 
 # --- Shared pieces -------------------------------------------------------------------------------
@@ -98,6 +104,11 @@ def shown(value: Any) -> str:
     if value is None:
         return ""
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def version(number: int | None) -> str:
+    """`v2`, or nothing: versions are whole numbers, never `2.000000`."""
+    return "" if number is None else f"v{number}"
 
 
 def changes_frame(rows: list[tuple[str, FieldChange]]) -> pd.DataFrame:
@@ -124,7 +135,7 @@ def job_duration(job: DeploymentJob) -> float | None:
 def results_table(job: DeploymentJob) -> None:
     frame = pd.DataFrame(
         [
-            {"Agent": a.stable_key, "Version": a.version, "Result": a.status, "Error": a.error or ""}
+            {"Agent": a.stable_key, "Version": version(a.version), "Result": a.status, "Error": a.error or ""}
             for a in job.agents
         ]
     )
@@ -136,27 +147,39 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
     done = sum(agent.status != "pending" for agent in job.agents)
     failed = sum(agent.status == "error" for agent in job.agents)
     head_col, badge_col = st.columns([5, 1], vertical_alignment="center")
-    head_col.markdown(f"**Job `{job.id}`** to **{environment_name}** · {len(job.agents)} agent(s)")
+    head_col.markdown(f"**Job `{job.id}`** to **{plain(environment_name)}** · {len(job.agents)} agent(s)")
     badge_col.badge(job.status, color=BADGE_COLOURS[job.status])
     if job.status in FINISHED_JOB_STATUSES:
         summary = job.message or f"{done - failed} of {len(job.agents)} agents deployed"
-        {"complete": st.success, "partial": st.warning, "error": st.error}[job.status](summary)
+        {"complete": st.success, "partial": st.warning, "error": st.error}[job.status](plain(summary))
     else:
         waiting = "Waiting for a worker" if job.status == "pending" else "Deploying"
         st.progress(done / max(len(job.agents), 1), text=f"{waiting}… {done} of {len(job.agents)} done")
+    started = job.started_at.strftime("%Y-%m-%d %H:%M:%S") if job.started_at else "not yet"
     st.caption(
-        f"Created {ago(job.created_at)} · ran {duration(job_duration(job), none='not yet')} · "
-        f"attempts {job.attempts}"
+        f"Created {ago(job.created_at)} · started {started} UTC · ran "
+        f"{duration(job_duration(job), none='not yet')} · attempts {job.attempts}"
     )
     results_table(job)
 
 
+def open_jobs(
+    *,
+    job_id: str | None = None,
+    environment_id: str = ALL,
+    statuses: list[str] | None = None,
+    days: tuple[date, date] | None = None,
+) -> None:
+    """Show the Jobs tab with these filters, and the job `job_id` open if given (a callback)."""
+    st.session_state[TAB] = JOBS
+    st.session_state[JOBS_ENVIRONMENT] = environment_id
+    st.session_state[JOBS_STATUS] = statuses or []
+    st.session_state[JOBS_DAYS] = days or ()
+    if job_id is not None:
+        select(JOBS_TABLE, job_id)
+
+
 # --- Overview ------------------------------------------------------------------------------------
-
-
-def pick_dates() -> tuple[date, date]:
-    today = datetime.now(UTC).date()
-    return recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="overview_dates") or (today, today)
 
 
 def trend(values: list[float | None], show: Callable[[float], str]) -> str | None:
@@ -172,6 +195,10 @@ def percent(value: float | None) -> str:
     return "—" if value is None else f"{value:.0%}"
 
 
+def per_day(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}/day"
+
+
 def metric_tiles(metrics: DeploymentMetrics) -> None:
     totals, periods = metrics.totals, metrics.periods
     if metrics.end >= datetime.now(UTC).date():
@@ -181,13 +208,18 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
         f" The arrow compares the latest complete {metrics.period} with the one before; "
         f"the line, every complete {metrics.period}."
     )
+    since = (
+        f" Counted from {metrics.counted_from}, the first deployment: days before it are not averaged in."
+        if metrics.counted_from > metrics.start
+        else ""
+    )
     tiles: list[tuple[str, str, Callable[[MetricsFigures], float | None], Callable[[float], str], str]] = [
         (
             "Deployment frequency",
-            f"{totals.deployments_per_day:.1f} / day",
+            per_day(totals.deployments_per_day),
             lambda f: f.deployments_per_day,
-            lambda v: f"{v:.1f} / day",
-            f"{totals.deployments} jobs from {metrics.start} to {metrics.end}.",
+            per_day,
+            f"{totals.deployments} jobs from {metrics.start} to {metrics.end}.{since}",
         ),
         (
             "Change failure rate",
@@ -198,22 +230,24 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
         ),
         (
             "Median job duration",
-            duration(totals.median_duration_seconds),
+            short_duration(totals.median_duration_seconds),
             lambda f: f.median_duration_seconds,
-            duration,
+            short_duration,
             "From a worker starting a job to its end.",
         ),
         (
             "Median time to restore",
-            duration(totals.median_time_to_restore_seconds),
+            short_duration(totals.median_time_to_restore_seconds),
             lambda f: f.median_time_to_restore_seconds,
-            duration,
+            short_duration,
             "From a failed job to the next complete one in the same environment.",
         ),
     ]
-    for column, (label, value, pick, show, help_text) in zip(st.columns(4), tiles, strict=True):
+    # Tiles of a fixed width that wrap: four abreast in a wide window, two by two in a narrow one.
+    row = st.container(horizontal=True, gap="small")
+    for label, value, pick, show, help_text in tiles:
         series = [pick(period) for period in periods]
-        column.metric(
+        row.metric(
             label,
             value,
             delta=trend(series, show),
@@ -223,10 +257,35 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
             chart_type="area",
             border=True,
             help=help_text + against,
+            width=TILE_WIDTH,
         )
 
 
-def status_section(matrix: StatusMatrix) -> None:
+def open_cell() -> None:
+    """The heatmap's callback: a click on a cell opens its jobs in the Jobs tab."""
+    points = st.session_state[HEATMAP]["selection"]["points"]
+    if not points:
+        return
+    environment_id, first = points[0]["customdata"]
+    day = date.fromisoformat(first)
+    last = day + timedelta(days=6) if st.session_state.get(BUCKET, "day") == "week" else day
+    failed_only = st.session_state.get(METRIC, "count") != "count"
+    open_jobs(environment_id=environment_id, statuses=FAILED if failed_only else [], days=(day, last))
+
+
+def heatmap_legend(metric: str) -> None:
+    rate = (
+        f" · darker grey: fewer than {MIN_RATE_SAMPLE} jobs, too few for a rate"
+        if metric == "failure_rate"
+        else ""
+    )
+    scale = "green: none failed, to red" if metric != "count" else "light to dark blue: fewer to more jobs"
+    st.caption(
+        f"Light grey: no jobs{rate} · {scale}. Hover a cell for its jobs; click it to open them in **Jobs**."
+    )
+
+
+def status_section(matrix: StatusMatrix, pager: Pager) -> None:
     counts = " · ".join(f"{STATE_LABELS[state]} **{matrix.counts.get(state, 0)}**" for state in AGENT_STATES)
     st.markdown(f"**Agents by environment** &nbsp; {counts}")
     if not matrix.items:
@@ -234,12 +293,11 @@ def status_section(matrix: StatusMatrix) -> None:
         return
     st.plotly_chart(status_matrix_figure(matrix), width="stretch", config=PLOT_CONFIG)
     if matrix.total_agents > matrix.limit:
-        pages = -(-matrix.total_agents // matrix.limit)
-        st.number_input(
-            f"Page of {pages} ({matrix.total_agents} agents, {matrix.limit} a page)",
-            min_value=1,
-            max_value=pages,
-            key=MATRIX_PAGE,
+        shown_agents = len({item.stable_key for item in matrix.items})
+        pager.controls(
+            next_offset(matrix.offset, shown_agents, matrix.total_agents),
+            offset_caption(matrix.offset, shown_agents, matrix.total_agents, "agents"),
+            labels=("Previous", "Next"),
         )
     attention = [item for item in matrix.items if item.state in ("drifted", "stale", "error")]
     if not attention:
@@ -252,8 +310,8 @@ def status_section(matrix: StatusMatrix) -> None:
                     "Agent": item.stable_key,
                     "Environment": names.get(item.environment_id, item.environment_id),
                     "State": item.state,
-                    "Running": item.deployed_version,
-                    "Newest": item.latest_version,
+                    "Running": version(item.deployed_version),
+                    "Newest": version(item.latest_version),
                     "Since": ago(item.since, never=""),
                     "Why": item.error or ", ".join(change.field for change in item.drift) or waiting(item),
                 }
@@ -295,56 +353,87 @@ def stale_setting() -> None:
 
 
 def overview_tab() -> None:
-    dates_col, metric_col, bucket_col = st.columns([2, 3, 2], vertical_alignment="bottom")
-    with dates_col:
-        start, end = pick_dates()
-    metric = metric_col.segmented_control(
+    controls = st.container(horizontal=True, vertical_alignment="bottom", gap="medium")
+    with controls:
+        today = datetime.now(UTC).date()
+        start, end = recent_days(
+            "Dates", DEFAULT_ANALYTICS_DAYS, key="dates", at_most=MAX_ANALYTICS_DAYS, width=260, bind=True
+        ) or (today, today)
+    metric = controls.segmented_control(
         "Heatmap shows",
         list(METRIC_LABELS),
         format_func=METRIC_LABELS.get,
         default="count",
         required=True,
-        key="heatmap_metric",
+        key=METRIC,
+        bind=BOUND,
     )
-    bucket = bucket_col.segmented_control(
-        "Per", ["day", "week"], default="day", required=True, key="heatmap_bucket"
+    bucket = controls.segmented_control(
+        "Per", ["day", "week"], default="day", required=True, key=BUCKET, bind=BOUND
     )
-    metrics = load("load the delivery metrics", lambda: orgdeck.deployments.metrics(start=start, end=end))
-    if metrics.totals.deployments == 0:
+    metrics = attempt("load the delivery metrics", lambda: orgdeck.deployments.metrics(start=start, end=end))
+    if metrics is not None and metrics.totals.deployments == 0:
         st.info(
             "No deployments between these dates. Preview and deploy agents from the **Deploy** tab; "
             "the heatmaps and metrics fill in as jobs run."
         )
-    else:
+    elif metrics is not None:
         metric_tiles(metrics)
-        by_day = load(
+        by_day = attempt(
             "load the heatmap",
             lambda: orgdeck.deployments.heatmap(
                 group_by="environment", bucket=bucket, metric=metric, start=start, end=end
             ),
         )
-        st.markdown(f"**{METRIC_LABELS[metric]} per environment and {bucket}**")
-        st.plotly_chart(
-            heatmap_figure(by_day), width="stretch", config=PLOT_CONFIG, key="heatmap_environment"
-        )
-    matrix_col, hours_col = st.columns([3, 2], gap="large")
+        if by_day is not None:
+            st.markdown(f"**{METRIC_LABELS[metric]} per environment and {bucket}**")
+            st.plotly_chart(
+                heatmap_figure(by_day, clickable=True),
+                width="stretch",
+                config=PLOT_CONFIG,
+                key=HEATMAP,
+                on_select=open_cell,
+                selection_mode="points",
+            )
+            heatmap_legend(metric)
+    # Side by side in a wide window, one above the other in a narrow one.
+    pair = st.container(horizontal=True, gap="large")
+    matrix_col, hours_col = pair.container(width=MATRIX_WIDTH), pair.container(width=HOURS_WIDTH)
     with matrix_col:
-        offset = (st.session_state.get(MATRIX_PAGE, 1) - 1) * DEFAULT_STATUS_PAGE_SIZE
-        matrix = load("load the status matrix", lambda: orgdeck.deployments.status(offset=offset))
-        status_section(matrix)
+        states = st.pills(
+            "Only agents with pairs that are",
+            AGENT_STATES,
+            selection_mode="multi",
+            format_func=STATE_LABELS.get,
+            key=STATES,
+            bind=BOUND,
+        )
+        pager = Pager("matrix_pager", tuple(states))
+        matrix = attempt(
+            "load the status matrix",
+            lambda: orgdeck.deployments.status(
+                state=states or None, limit=DEFAULT_STATUS_PAGE_SIZE, offset=pager.offset
+            ),
+        )
+        if matrix is not None:
+            status_section(matrix, pager)
         stale_setting()
     with hours_col:
-        if metrics.totals.deployments:
-            hours = load(
+        if metrics is not None and metrics.totals.deployments:
+            hours = attempt(
                 "load the heatmap",
                 lambda: orgdeck.deployments.heatmap(
                     group_by="weekday_hour", metric=metric, start=start, end=end
                 ),
             )
-            st.markdown(f"**{METRIC_LABELS[metric]} by weekday and hour (UTC)**")
-            st.plotly_chart(
-                heatmap_figure(hours, height=330), width="stretch", config=PLOT_CONFIG, key="heatmap_hours"
-            )
+            if hours is not None:
+                st.markdown(f"**{METRIC_LABELS[metric]} by weekday and hour (UTC)**")
+                st.plotly_chart(
+                    heatmap_figure(hours, height=340),
+                    width="stretch",
+                    config=PLOT_CONFIG,
+                    key="heatmap_hours",
+                )
 
 
 # --- Deploy --------------------------------------------------------------------------------------
@@ -356,7 +445,9 @@ def parse_versions(text: str) -> dict[str, int] | None:
     for part in filter(None, (p.strip() for p in text.split(","))):
         key, _, number = part.partition("=")
         if not number.strip().isdigit():
-            raise InvalidField(f"Versions: write each as key=number, like support-triage=2 (got '{part}')")
+            raise InvalidField(
+                "agentVersions", f"write each as key=number, like support-triage=2 (not '{part}')"
+            )
         versions[key.strip()] = int(number)
     return versions or None
 
@@ -367,39 +458,41 @@ def parse_config(text: str) -> dict[str, Any] | None:
     try:
         value = json.loads(text)
     except json.JSONDecodeError as error:
-        raise InvalidField(f"Provider config is not valid JSON: {error.msg} (line {error.lineno})") from error
+        raise InvalidField(
+            "agentProviderConfig", f"not valid JSON: {error.msg} (line {error.lineno})"
+        ) from error
     if not isinstance(value, dict):
-        raise InvalidField('Provider config must be a JSON object, like {"temperature": 0.1}')
+        raise InvalidField("agentProviderConfig", 'must be a JSON object, like {"temperature": 0.1}')
     return value
 
 
-def overrides(tool_keys: list[str]) -> dict[str, Any]:
+def overrides(fields: FormFields, tool_keys: list[str]) -> dict[str, Any]:
     """The override inputs, as typed; parsed when the preview is asked for."""
     with st.expander("Overrides (optional)", icon=":material/tune:"):
-        model_col, prompt_col, version_col = st.columns([2, 2, 1])
-        model = model_col.text_input("Model", placeholder="e.g. gpt-4o", key="deploy_model")
-        prompt_name = prompt_col.text_input(
-            "Pin prompt", placeholder="e.g. system", help="A prompt reference name.", key="deploy_prompt"
-        )
-        version = version_col.text_input("to version", placeholder="e.g. 3", key="deploy_prompt_version")
-        tools_col, versions_col = st.columns(2)
+        model_col, prompt_col, version_col = layout.fields("deploy_overrides", 3)
+        model = fields.text_input("model", key="deploy_model", where=model_col)
+        prompt_name = fields.text_input("promptName", key="deploy_prompt", where=prompt_col)
+        pinned = fields.text_input("version", key="deploy_prompt_version", where=version_col)
+        tools_col, versions_col = layout.fields("deploy_tools_versions", 2)
         tool_refs = tools_col.multiselect("Tools", tool_keys, key="deploy_tools")
-        versions = versions_col.text_input(
-            "Versions (roll back)",
-            placeholder="support-triage=2",
-            help="Deploy these versions instead of the newest, as key=number, comma-separated.",
+        fields.slot("toolRefs", where=tools_col)
+        versions = fields.text_input(
+            "agentVersions",
             key="deploy_versions",
+            where=versions_col,
+            label="Versions (roll back)",
+            help="Deploy these versions instead of the newest, as key=number, comma-separated.",
         )
-        provider_config = st.text_area(
-            "Provider config (JSON object, merged over each version's)",
-            placeholder='{"temperature": 0.1}',
-            height=80,
+        provider_config = fields.text_area(
+            "agentProviderConfig",
             key="deploy_provider_config",
+            label="Provider config (JSON object, merged over each version's)",
+            height=80,
         )
     return {
         "model": model.strip() or None,
         "prompt_name": prompt_name.strip() or None,
-        "version": version.strip() or None,
+        "version": pinned.strip() or None,
         "tool_refs": tool_refs or None,
         "agent_versions": versions,
         "agent_provider_config": provider_config,
@@ -430,23 +523,44 @@ def preview_table(preview: DeploymentPreview) -> None:
     st.dataframe(coloured(pd.DataFrame(rows), "Change", whole_row=True), hide_index=True, width="stretch")
 
 
+def preview_warnings(preview: DeploymentPreview, environment_name: str) -> bool:
+    """Say what would stop the deployment; True when something would."""
+    for warning in preview.warnings:
+        if warning.code == "signing_key_missing":
+            st.warning(
+                f"**{plain(environment_name)} has no signing key yet.** It is a webhook target: each "
+                "deployment is sent to it signed, so that the receiver can trust it. Create the key on "
+                "the Environments page, give it to the receiver, then deploy.",
+                icon=":material/key_off:",
+            )
+            st.page_link("pages/environments.py", label="Create the signing key", icon=":material/key:")
+        else:
+            st.warning(plain(warning.message), icon=":material/warning:")
+    return bool(preview.warnings)
+
+
 def show_preview(stored: dict[str, Any], environment_name: str) -> None:
     preview: DeploymentPreview = stored["preview"]
     request: dict[str, Any] = stored["request"]
     counts = Counter(agent.status for agent in preview.agents)
     summary = ", ".join(f"{counts[s]} {s}" for s in ("added", "changed", "unchanged") if counts[s])
-    st.markdown(f"#### Preview: {len(preview.agents)} agent(s) to **{environment_name}** ({summary})")
+    st.markdown(f"#### Preview: {len(preview.agents)} agent(s) to **{plain(environment_name)}** ({summary})")
     preview_table(preview)
+    blocked = preview_warnings(preview, environment_name)
     if not preview.has_changes:
         st.info("Nothing would change: every agent already runs exactly this there. Deploying redeploys it.")
     actions = st.container(horizontal=True)
     if actions.button(
-        f"Deploy to {environment_name}", type="primary", icon=":material/rocket_launch:", key="deploy_go"
+        f"Deploy to {environment_name}",
+        type="primary",
+        icon=":material/rocket_launch:",
+        key="deploy_go",
+        disabled=blocked,
     ):
         try:
             job = orgdeck.deployments.deploy(**request)
         except ApiError as error:
-            show_error(error, "start the deployment")
+            show_error(error, "start the deployment", "deployment")
         else:
             st.session_state.pop(PREVIEW, None)
             st.session_state[WATCHED] = job.id
@@ -472,20 +586,18 @@ def follow(job_id: str, environment_names: dict[str, str]) -> None:
         st.rerun()
 
 
-def open_job(job_id: str) -> None:
-    st.session_state[TAB] = JOBS
-    st.session_state[JOB_CHOICE] = job_id
-
-
 def deploy_tab(environments: list[Environment]) -> None:
     names = {environment.id: environment.name for environment in environments}
+    webhooks = {environment.id for environment in environments if environment.target == "webhook"}
     watched = st.session_state.get(WATCHED)
     if watched:
         polling = POLL_SECONDS if st.session_state.get(FOLLOWING) == watched else None
         with st.container(border=True):
             st.fragment(follow, run_every=polling)(watched, names)
             # Outside the fragment: switching tabs needs a run of the whole page.
-            st.button("Open in Jobs", icon=":material/open_in_new:", on_click=open_job, args=(watched,))
+            st.button(
+                "Open in Jobs", icon=":material/open_in_new:", on_click=open_jobs, kwargs={"job_id": watched}
+            )
         st.markdown("**New deployment**")
     agents: list[Agent] = load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
     versioned = {agent.stable_key: agent for agent in agents if agent.latest_version is not None}
@@ -494,16 +606,21 @@ def deploy_tab(environments: list[Environment]) -> None:
         return
     fleets = load("list fleets", lambda: orgdeck.fleets.list(limit=MAX_PAGE_SIZE)).items
     tools = load("list tools", lambda: orgdeck.tools.list(limit=MAX_PAGE_SIZE)).items
-    environment_col, scope_col, what_col = st.columns([2, 2, 4], vertical_alignment="bottom")
+    fields = FormFields("deployment")
+    environment_col, scope_col = layout.fields("deploy_target", 2)
     environment_id = environment_col.selectbox(
-        "Environment", list(names), format_func=names.get, key="deploy_environment"
+        "Environment",
+        list(names),
+        format_func=lambda e: f"{names[e]} (webhook)" if e in webhooks else names[e],
+        key="deploy_environment",
     )
+    fields.slot("environmentId", where=environment_col)
     scope = scope_col.segmented_control(
         "Deploy", [AGENTS, FLEET], default=AGENTS, required=True, key="deploy_scope"
     )
     fleet_id = None
     if scope == AGENTS:
-        chosen = what_col.multiselect(
+        chosen = st.multiselect(
             "Agents",
             list(versioned),
             format_func=lambda key: f"{versioned[key].name} · v{versioned[key].latest_version}",
@@ -512,29 +629,35 @@ def deploy_tab(environments: list[Environment]) -> None:
         )
     else:
         fleet_names = {fleet.id: f"{fleet.name} ({fleet.agent_count} agents)" for fleet in fleets}
-        fleet_id = what_col.selectbox(
-            "Fleet", list(fleet_names), format_func=fleet_names.get, key="deploy_fleet"
-        )
+        fleet_id = st.selectbox("Fleet", list(fleet_names), format_func=fleet_names.get, key="deploy_fleet")
         chosen = []
-    typed = overrides([tool.tool_key for tool in tools])
+    fields.slot("agentStableKeys")
+    typed = overrides(fields, [tool.tool_key for tool in tools])
     if st.button("Preview changes", icon=":material/difference:", key="deploy_preview_button"):
-        ask_preview(environment_id, chosen, fleet_id, typed)
+        ask_preview(fields, environment_id, chosen, fleet_id, typed)
     stored = st.session_state.get(PREVIEW)
     if stored:
         show_preview(stored, names.get(stored["request"]["environment_id"], "?"))
 
 
 def ask_preview(
-    environment_id: str | None, chosen: list[str], fleet_id: str | None, typed: dict[str, Any]
+    fields: FormFields,
+    environment_id: str | None,
+    chosen: list[str],
+    fleet_id: str | None,
+    typed: dict[str, Any],
 ) -> None:
     """Preview what the form describes and keep it, so that Deploy deploys exactly what was shown."""
+    st.session_state.pop(PREVIEW, None)
     try:
         if fleet_id is not None:
             chosen = [agent.stable_key for agent in orgdeck.fleets.get(fleet_id).agents]
             if not chosen:
-                raise InvalidField("This fleet has no agents yet: add some on the Agents page.")
-        if not environment_id or not chosen:
-            raise InvalidField("Choose an environment and at least one agent or a fleet.")
+                raise InvalidField(
+                    "agentStableKeys", "this fleet has no agents yet: add some on the Agents page"
+                )
+        if not chosen:
+            raise InvalidField("agentStableKeys", "choose at least one agent, or a fleet")
         request = typed | {
             "environment_id": environment_id,
             "agent_stable_keys": chosen,
@@ -542,10 +665,8 @@ def ask_preview(
             "agent_provider_config": parse_config(typed["agent_provider_config"]),
         }
         preview = orgdeck.deployments.preview(**request)
-    except InvalidField as error:
-        st.error(str(error), icon=":material/error:")
-    except ApiError as error:
-        show_error(error, "preview the deployment")
+    except (InvalidField, ApiError) as error:
+        fields.show(error, "preview the deployment")
     else:
         st.session_state[PREVIEW] = {"request": request, "preview": preview}
 
@@ -553,36 +674,44 @@ def ask_preview(
 # --- Jobs ----------------------------------------------------------------------------------------
 
 
-def older(cursor: str) -> None:
-    st.session_state[JOB_CURSORS] = [*st.session_state.get(JOB_CURSORS, []), cursor]
-
-
-def newer() -> None:
-    st.session_state[JOB_CURSORS] = st.session_state.get(JOB_CURSORS, [])[:-1]
-
-
 def jobs_tab(environment_names: dict[str, str]) -> None:
-    status_col, environment_col = st.columns([3, 2])
-    statuses = status_col.multiselect("Status", list(JOB_STATUSES), placeholder="Any", key="jobs_status")
+    status_col, environment_col, days_col = layout.fields("job_filters", 3)
+    statuses = status_col.multiselect(
+        "Status", list(JOB_STATUSES), placeholder="Any", key=JOBS_STATUS, bind=BOUND
+    )
     environment = environment_col.selectbox(
         "Environment",
         [ALL, *environment_names],
         format_func=lambda e: environment_names.get(e, e),
-        key="jobs_environment",
+        key=JOBS_ENVIRONMENT,
+        bind=BOUND,
     )
+    today = datetime.now(UTC).date()
+    picked = days_col.date_input(
+        "Created (UTC)",
+        value=[],
+        max_value=today,
+        format="YYYY-MM-DD",
+        key=JOBS_DAYS,
+        help="Any day when empty.",
+        bind=BOUND,
+    )
+    days = (picked[0], picked[-1]) if picked else (None, None)
     # New filters start again from the newest page.
-    cursors: list[str] = paging_position(JOB_CURSORS, (tuple(statuses), environment), [])
+    pager = Pager("jobs_pager", (tuple(statuses), environment, days))
     page = load(
         "list deployment jobs",
         lambda: orgdeck.deployments.jobs(
             status=statuses or None,
             environment_id=None if environment == ALL else environment,
+            start=days[0],
+            end=days[1],
             limit=JOBS_PER_PAGE,
-            cursor=cursors[-1] if cursors else None,
+            cursor=pager.start,
         ),
     )
     if not page.items:
-        filtered = statuses or environment != ALL
+        filtered = statuses or environment != ALL or picked
         st.info(
             "No job matches these filters."
             if filtered
@@ -592,63 +721,28 @@ def jobs_tab(environment_names: dict[str, str]) -> None:
     frame = pd.DataFrame(
         [
             {
-                "Job": job.id,
+                "Created": job.created_at,
                 "Environment": environment_names.get(job.environment_id, job.environment_id),
                 "Status": job.status,
                 "Agents": len(job.agents),
                 "Failed": sum(agent.status == "error" for agent in job.agents),
-                "Created": job.created_at,
                 "Duration": duration(job_duration(job), none=""),
                 "Message": job.message or "",
+                "Job": job.id,
             }
             for job in page.items
         ]
     )
-    st.dataframe(
+    chosen = chosen_row(
         coloured(frame, "Status"),
-        hide_index=True,
-        width="stretch",
+        [job.id for job in page.items],
+        key=JOBS_TABLE,
         column_config={"Created": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
     )
-    pager = st.container(horizontal=True, vertical_alignment="center")
-    pager.button(
-        "Newer", icon=":material/chevron_left:", on_click=newer, disabled=not cursors, key="jobs_newer"
-    )
-    pager.button(
-        "Older",
-        icon=":material/chevron_right:",
-        on_click=older,
-        args=(page.next_cursor,),
-        disabled=page.next_cursor is None,
-        key="jobs_older",
-    )
-    job_detail(page.items, environment_names)
-
-
-def job_detail(jobs: list[DeploymentJob], environment_names: dict[str, str]) -> None:
+    pager.controls(page.next_cursor, f"Page {pager.number}, newest first")
     st.divider()
-    by_id = {job.id: job for job in jobs}
-    wanted = st.session_state.get(JOB_CHOICE)
-    if wanted and wanted not in by_id:
-        # A job opened from elsewhere (the Deploy tab) may not be on this page of the list.
-        try:
-            by_id = {wanted: orgdeck.deployments.job(wanted)} | by_id
-        except ApiError:
-            st.session_state.pop(JOB_CHOICE)
-    if st.session_state.get(JOB_CHOICE) not in by_id:
-        st.session_state[JOB_CHOICE] = jobs[0].id
-
-    def label(job_id: str) -> str:
-        job = by_id[job_id]
-        when = job.created_at.strftime("%Y-%m-%d %H:%M")
-        return f"{when} · {environment_names.get(job.environment_id, '?')} · {job.status} · {job_id}"
-
-    chosen = st.selectbox("Job", list(by_id), format_func=label, key=JOB_CHOICE)
     job = load("load the job", lambda: orgdeck.deployments.job(chosen))
     job_card(job, environment_names.get(job.environment_id, job.environment_id))
-    started = job.started_at.strftime("%Y-%m-%d %H:%M:%S") if job.started_at else "—"
-    finished = job.finished_at.strftime("%Y-%m-%d %H:%M:%S") if job.finished_at else "—"
-    st.caption(f"Started {started} UTC · finished {finished} UTC")
 
 
 # --- History -------------------------------------------------------------------------------------
@@ -656,21 +750,24 @@ def job_detail(jobs: list[DeploymentJob], environment_names: dict[str, str]) -> 
 
 def history_tab(environment_names: dict[str, str]) -> None:
     agents = load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
-    agent_col, environment_col, result_col, dates_col = st.columns([2, 2, 2, 2])
-    agent = agent_col.selectbox("Agent", [ALL, *(a.stable_key for a in agents)], key="history_agent")
+    agent_col, environment_col, result_col, dates_col = layout.fields("history_filters", 4)
+    agent = agent_col.selectbox(
+        "Agent", [ALL, *(a.stable_key for a in agents)], key="history_agent", bind=BOUND
+    )
     environment = environment_col.selectbox(
         "Environment",
         [ALL, *environment_names],
         format_func=lambda e: environment_names.get(e, e),
-        key="history_environment",
+        key="history_env",
+        bind=BOUND,
     )
     results = result_col.multiselect(
-        "Result", ["complete", "error", "pending"], placeholder="Any", key="history_result"
+        "Result", ["complete", "error", "pending"], placeholder="Any", key="history_result", bind=BOUND
     )
     with dates_col:
-        start, end = recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="history_dates") or (None, None)
-    filters = (agent, environment, results, start, end)
-    offset = paging_position(HISTORY_OFFSET, filters, 0)
+        picked = recent_days("Dates", DEFAULT_ANALYTICS_DAYS, key="history_dates", bind=True)
+        start, end = picked or (None, None)
+    pager = Pager("history_pager", (agent, environment, results, start, end))
     page = load(
         "load the deployment history",
         lambda: orgdeck.deployments.history(
@@ -680,7 +777,7 @@ def history_tab(environment_names: dict[str, str]) -> None:
             start=start,
             end=end,
             limit=HISTORY_PER_PAGE,
-            offset=offset,
+            offset=pager.offset,
         ),
     )
     if not page.items:
@@ -692,7 +789,7 @@ def history_tab(environment_names: dict[str, str]) -> None:
                 "When": entry.created_at,
                 "Agent": entry.stable_key,
                 "Environment": entry.environment_name,
-                "Version": entry.version,
+                "Version": version(entry.version),
                 "Result": entry.status,
                 "Job status": entry.job_status,
                 "Error": entry.error or "",
@@ -701,36 +798,27 @@ def history_tab(environment_names: dict[str, str]) -> None:
             for entry in page.items
         ]
     )
-    st.dataframe(
+    entries = {entry.job_id: entry for entry in page.items}
+
+    def open_job(job_id: str) -> None:
+        # Its environment and day: the Jobs tab lists it however long ago it ran.
+        entry = entries[job_id]
+        day = entry.created_at.astimezone(UTC).date()
+        open_jobs(job_id=job_id, environment_id=entry.environment_id, days=(day, day))
+
+    st.caption("Click a row to open its job.")
+    row_opener(
         coloured(frame, "Result"),
-        hide_index=True,
-        width="stretch",
-        height=460,
+        [entry.job_id for entry in page.items],
+        key="history_table",
+        on_open=open_job,
         column_config={"When": st.column_config.DatetimeColumn(format="YYYY-MM-DD HH:mm")},
     )
     total = page.total or 0
-    pager = st.container(horizontal=True, vertical_alignment="center")
-    pager.button(
-        "Newer",
-        icon=":material/chevron_left:",
-        on_click=move_history,
-        args=(-HISTORY_PER_PAGE,),
-        disabled=offset == 0,
-        key="history_newer",
+    pager.controls(
+        next_offset(pager.offset, len(page.items), total),
+        offset_caption(pager.offset, len(page.items), total, "agent deployments"),
     )
-    pager.button(
-        "Older",
-        icon=":material/chevron_right:",
-        on_click=move_history,
-        args=(HISTORY_PER_PAGE,),
-        disabled=offset + len(page.items) >= total,
-        key="history_older",
-    )
-    pager.caption(f"{offset + 1} to {offset + len(page.items)} of {total} agent deployments")
-
-
-def move_history(step: int) -> None:
-    st.session_state[HISTORY_OFFSET] = max(0, st.session_state.get(HISTORY_OFFSET, 0) + step)
 
 
 # --- The page ------------------------------------------------------------------------------------
@@ -753,7 +841,9 @@ if not environments:
     st.stop()
 environment_names = {environment.id: environment.name for environment in environments}
 
-overview, deploy, jobs, history = st.tabs([OVERVIEW, DEPLOY, JOBS, HISTORY], key=TAB, on_change="rerun")
+overview, deploy, jobs, history = st.tabs(
+    [OVERVIEW, DEPLOY, JOBS, HISTORY], key=TAB, on_change="rerun", bind=BOUND
+)
 # Only the open tab runs: each one's calls are made when a person looks at it.
 with overview:
     if overview.open:

@@ -1,4 +1,5 @@
-"""Environments: deployment targets and their secrets (add, rotate, delete; values never shown)."""
+"""Environments: deployment targets, their secrets (add, rotate, delete; values never shown) and the
+signing keys of webhook targets."""
 
 from __future__ import annotations
 
@@ -8,22 +9,21 @@ import streamlit as st
 from api import ApiError
 from api.common import MAX_PAGE_SIZE
 from api.environments import Environment, Secret
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
-from components.feedback import load, show_error
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields
+from components.tables import chosen_row, select
 
-NOTICE = "environments_notice"
 TARGETS = {"builtin": "Built-in (recorded by Orgdeck)", "webhook": "Webhook (a signed manifest is POSTed)"}
+TABLE = "environments_table"
+NEW_SIGNING_KEY = "new_signing_key"
+TILE_WIDTH = 200
 
 connection = current()
 orgdeck = client()
-
-
-def notify(message: str) -> None:
-    """Say what happened on the next run, after the page has redrawn with the change."""
-    st.session_state[NOTICE] = message
-    st.rerun()
 
 
 def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: str) -> None:
@@ -39,29 +39,25 @@ def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: s
         st.dataframe(table, hide_index=True, width="stretch")
     else:
         st.caption(f"No secrets {scope} yet.")
-    with st.form(f"set_secret_{scope_key}", clear_on_submit=True):
-        name_col, value_col = st.columns(2)
-        name = name_col.text_input(
-            "Secret name",
-            placeholder="e.g. ZENDESK_TOKEN",
-            help="Upper case, digits and underscores. An existing name gets the new value as its next "
-            "version (rotation).",
+    with st.form(f"set_secret_{scope_key}"):
+        fields = FormFields("secret")
+        name_col, value_col = layout.fields(f"secret_{scope_key}", 2)
+        name = fields.text_input(
+            "name",
             key=f"secret_name_{scope_key}",
+            where=name_col,
+            help="Upper-case letters, digits and underscores, starting with a letter. An existing name "
+            "gets the new value as its next version (rotation).",
         )
-        value = value_col.text_input(
-            "Value",
-            type="password",
-            help="Stored encrypted; never shown again.",
-            key=f"secret_value_{scope_key}",
-        )
+        value = fields.text_input("value", key=f"secret_value_{scope_key}", where=value_col, type="password")
         if st.form_submit_button("Save secret", type="primary"):
             try:
                 saved = orgdeck.environments.secrets.set(name.strip(), value, environment_id=environment_id)
             except ApiError as error:
-                show_error(error, "save the secret")
+                fields.show(error, "save the secret")
             else:
                 # Forget the typed value now, not only in the browser: session state outlives the form.
-                del st.session_state[f"secret_value_{scope_key}"]
+                fields.clear()
                 action = "Stored" if saved.version == 1 else f"Rotated to version {saved.version}:"
                 notify(
                     f"{action} **{saved.name}** {scope}. The value is encrypted and will not be shown again."
@@ -89,16 +85,20 @@ def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: s
 
 def settings_panel(environment: Environment) -> None:
     with st.form(f"edit_environment_{environment.id}"):
-        description = st.text_area("Description", value=environment.description, max_chars=2000)
+        fields = FormFields("environment")
+        description = fields.text_area(
+            "description", key=f"edit_description_{environment.id}", value=environment.description
+        )
         target = st.radio(
             "Target",
             list(TARGETS),
             format_func=TARGETS.__getitem__,
             index=list(TARGETS).index(environment.target),
             horizontal=True,
+            key=f"edit_target_{environment.id}",
         )
-        webhook_url = st.text_input(
-            "Webhook URL", value=environment.webhook_url or "", help="Webhook targets only."
+        webhook_url = fields.text_input(
+            "webhookUrl", key=f"edit_webhook_url_{environment.id}", value=environment.webhook_url or ""
         )
         if st.form_submit_button("Save changes"):
             changes = {"description": description, "target": target}
@@ -107,7 +107,7 @@ def settings_panel(environment: Environment) -> None:
             try:
                 orgdeck.environments.update(environment.id, **changes)
             except ApiError as error:
-                show_error(error, "save the environment")
+                fields.show(error, "save the environment")
             else:
                 notify(f"Saved **{environment.name}**.")
     warning = (
@@ -123,77 +123,140 @@ def settings_panel(environment: Environment) -> None:
             notify(f"Deleted environment **{environment.name}**.")
 
 
-st.title("Environments")
-st.caption(
-    "Where agents run. A built-in target records deployments here; a webhook target receives each "
-    "deployment as a signed manifest. Secrets are encrypted at rest and no screen shows a value again."
-)
-notice = st.session_state.pop(NOTICE, None)
-if notice:
-    st.success(notice, icon=":material/check_circle:")
+def signing_key_panel(environment: Environment) -> None:
+    """A webhook target's signing key: made or replaced here, its value shown this once."""
+    st.markdown("**Signing key**")
+    shown = st.session_state.pop(NEW_SIGNING_KEY, None)
+    if shown is not None and shown["environment_id"] == environment.id:
+        st.warning(
+            "Copy the key now (the copy button is at the right of the box) into the receiver's "
+            "configuration: it is shown this once.",
+            icon=":material/key:",
+        )
+        st.code(shown["secret"], language=None)
+    created = environment.signing_key_created_at
+    if created is None:
+        st.info(
+            "No signing key yet, so deployments to this environment are refused. Each deployment is "
+            "sent signed with this key (Standard Webhooks), and the receiver checks the signature "
+            "before it trusts the manifest.",
+            icon=":material/key_off:",
+        )
+        if st.button("Create signing key", type="primary", key=f"create_key_{environment.id}"):
+            make_signing_key(environment)
+        return
+    st.caption(f"Created {ago(created)} ({created:%Y-%m-%d %H:%M} UTC).")
+    warning = (
+        f"Replace the signing key of **{plain(environment.name)}**? Deployments are signed with the new "
+        "key at once: the receiver refuses them until it has the new key too."
+    )
+    if confirmed("Rotate signing key", key=f"rotate_key_{environment.id}", warning=warning):
+        make_signing_key(environment)
 
-environments = load("list environments", lambda: orgdeck.environments.list(limit=MAX_PAGE_SIZE)).items
-all_secrets = load("list secrets", lambda: orgdeck.environments.secrets.list(limit=MAX_PAGE_SIZE)).items
-org_wide = [s for s in all_secrets if s.environment_id is None]
 
-count_col, webhook_col, secret_col, org_col = st.columns(4)
-count_col.metric("Environments", len(environments))
-webhook_col.metric("Webhook targets", sum(e.target == "webhook" for e in environments))
-secret_col.metric("Environment secrets", sum(e.secret_count for e in environments))
-org_col.metric("Organization-wide secrets", len(org_wide))
+def make_signing_key(environment: Environment) -> None:
+    try:
+        key = orgdeck.deployments.create_signing_key(environment.id)
+    except ApiError as error:
+        show_error(error, "create the signing key")
+        return
+    st.session_state[NEW_SIGNING_KEY] = {"environment_id": environment.id, "secret": key.secret}
+    notify(f"Made a new signing key for **{plain(environment.name)}**.")
 
-if environments:
-    overview = pd.DataFrame(
+
+def create_form(*, expanded: bool) -> None:
+    with (
+        st.expander("New environment", expanded=expanded, icon=":material/add:"),
+        st.form("create_environment"),
+    ):
+        fields = FormFields("environment")
+        name = fields.text_input("name", key="new_environment_name")
+        description = fields.text_input("description", key="new_environment_description")
+        target = st.radio(
+            "Target",
+            list(TARGETS),
+            format_func=TARGETS.__getitem__,
+            horizontal=True,
+            key="new_environment_target",
+        )
+        webhook_url = fields.text_input("webhookUrl", key="new_environment_webhook_url")
+        if st.form_submit_button("Create environment", type="primary"):
+            try:
+                created = orgdeck.environments.create(
+                    name.strip(),
+                    description=description,
+                    target=target,
+                    webhook_url=webhook_url.strip() if target == "webhook" else None,
+                )
+            except ApiError as error:
+                fields.show(error, "create the environment")
+            else:
+                fields.clear()
+                select(TABLE, created.id)
+                follow_up = (
+                    " Create its signing key below before deploying." if created.target == "webhook" else ""
+                )
+                notify(f"Created environment **{plain(created.name)}**.{follow_up}")
+
+
+def overview_table(environments: list[Environment]) -> str | None:
+    frame = pd.DataFrame(
         [
             {
                 "Name": e.name,
                 "Target": e.target,
                 "Secrets": e.secret_count,
+                "Signing key": ("set" if e.signing_key_created_at else "missing")
+                if e.target == "webhook"
+                else "",
                 "Webhook URL": e.webhook_url or "",
+                "Last deployment": e.last_deployment.status if e.last_deployment else "",
                 "Description": e.description,
                 "Updated": ago(e.updated_at),
             }
             for e in environments
         ]
     )
-    st.dataframe(overview, hide_index=True, width="stretch")
+    return chosen_row(frame, [e.id for e in environments], key=TABLE, width="stretch")
+
+
+st.title("Environments")
+st.caption(
+    "Where agents run. A built-in target records deployments here; a webhook target receives each "
+    "deployment as a signed manifest. Secrets are encrypted at rest and no screen shows a value again."
+)
+show_notice()
+
+environments = load("list environments", lambda: orgdeck.environments.list(limit=MAX_PAGE_SIZE)).items
+all_secrets = load("list secrets", lambda: orgdeck.environments.secrets.list(limit=MAX_PAGE_SIZE)).items
+org_wide = [s for s in all_secrets if s.environment_id is None]
+
+tiles = st.container(horizontal=True, gap="small")
+tiles.metric("Environments", len(environments), width=TILE_WIDTH)
+tiles.metric("Webhook targets", sum(e.target == "webhook" for e in environments), width=TILE_WIDTH)
+tiles.metric("Environment secrets", sum(e.secret_count for e in environments), width=TILE_WIDTH)
+tiles.metric("Organization-wide secrets", len(org_wide), width=TILE_WIDTH)
+
+chosen_id = None
+if environments:
+    st.caption("Select an environment to see its secrets and settings.")
+    chosen_id = overview_table(environments)
 else:
     st.info("No environments yet. Create the first one below, for instance `staging` and then `production`.")
 
-with (
-    st.expander("New environment", expanded=not environments, icon=":material/add:"),
-    st.form("create_environment", clear_on_submit=True),
-):
-    name = st.text_input("Name", placeholder="e.g. eu-production", help="Lowercase letters, digits, hyphens.")
-    description = st.text_input("Description", max_chars=2000)
-    target = st.radio("Target", list(TARGETS), format_func=TARGETS.__getitem__, horizontal=True)
-    webhook_url = st.text_input("Webhook URL", placeholder="https://deploy.example.com/orgdeck")
-    if st.form_submit_button("Create environment", type="primary"):
-        try:
-            created = orgdeck.environments.create(
-                name.strip(),
-                description=description,
-                target=target,
-                webhook_url=webhook_url.strip() if target == "webhook" else None,
-            )
-        except ApiError as error:
-            show_error(error, "create the environment")
-        else:
-            st.session_state["environment_choice"] = created.name
-            notify(f"Created environment **{created.name}**.")
+create_form(expanded=not environments)
 
-if environments:
-    st.subheader("Environment details")
-    by_name = {e.name: e for e in environments}
-    if st.session_state.get("environment_choice") not in by_name:
-        st.session_state["environment_choice"] = environments[0].name
-    chosen = by_name[st.selectbox("Environment", list(by_name), key="environment_choice")]
-    secrets_col, settings_col = st.columns([3, 2], gap="large")
+if chosen_id is not None:
+    chosen = next(e for e in environments if e.id == chosen_id)
+    st.subheader(chosen.name, divider="gray")
+    secrets_col, settings_col = layout.panes("environment", 2)
     with secrets_col:
         st.markdown(f"**Secrets of `{chosen.name}`**")
         own = [s for s in all_secrets if s.environment_id == chosen.id]
         secrets_panel(own, environment_id=chosen.id, scope=f"in {chosen.name}")
     with settings_col:
+        if chosen.target == "webhook":
+            signing_key_panel(chosen)
         st.markdown("**Settings**")
         settings_panel(chosen)
 

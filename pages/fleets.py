@@ -11,12 +11,15 @@ from api.agents import Agent
 from api.common import MAX_PAGE_SIZE
 from api.environments import Environment
 from api.fleets import Fleet, FleetDetail
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
-from components.feedback import load, notify, show_error, show_notice
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields
+from components.tables import chosen_row, select
 
-CHOICE = "fleet_choice"
+TABLE = "fleets_table"
 NO_FLEET = "No fleet"
 
 connection = current()
@@ -58,23 +61,26 @@ def agents_chart(agents: list[Agent], fleet_names: dict[str, str]) -> None:
 
 def create_form(environments: list[Environment], *, expanded: bool) -> None:
     with st.expander("New fleet", expanded=expanded, icon=":material/add:"), st.form("create_fleet"):
-        name = st.text_input("Name", placeholder="e.g. Customer support", max_chars=200)
-        description = st.text_area("Description", max_chars=2000, height=80)
+        fields = FormFields("fleet")
+        name = fields.text_input("name", key="new_fleet_name")
+        description = fields.text_area("description", key="new_fleet_description", height=80)
         environment_ids = environment_picker(environments, [], key="create_fleet_environments")
+        fields.slot("environmentIds")
         if st.form_submit_button("Create fleet", type="primary"):
             try:
                 created = orgdeck.fleets.create(
                     name.strip(), description=description, environment_ids=environment_ids
                 )
             except ApiError as error:
-                show_error(error, "create the fleet")
+                fields.show(error, "create the fleet")
             else:
-                st.session_state[CHOICE] = created.id
-                notify(f"Created fleet **{created.name}**. Agents join it from the Agents page.")
+                fields.clear()
+                select(TABLE, created.id)
+                notify(f"Created fleet **{plain(created.name)}**. Agents join it from the Agents page.")
 
 
 def detail(fleet: FleetDetail, environments: list[Environment]) -> None:
-    members_col, settings_col = st.columns([3, 2], gap="large")
+    members_col, settings_col = layout.panes("fleet", 2)
     with members_col:
         st.markdown(f"**Agents in {fleet.name}**")
         if fleet.agents:
@@ -90,20 +96,24 @@ def detail(fleet: FleetDetail, environments: list[Environment]) -> None:
         st.markdown("**Environments**")
         st.markdown(" ".join(f"`{e.name}`" for e in fleet.environments) or "None yet.")
     with settings_col, st.form(f"edit_fleet_{fleet.id}"):
-        name = st.text_input("Name", value=fleet.name, max_chars=200)
-        description = st.text_area("Description", value=fleet.description, max_chars=2000, height=80)
+        fields = FormFields("fleet")
+        name = fields.text_input("name", key=f"edit_fleet_name_{fleet.id}", value=fleet.name)
+        description = fields.text_area(
+            "description", key=f"edit_fleet_description_{fleet.id}", value=fleet.description, height=80
+        )
         environment_ids = environment_picker(
             environments, [e.id for e in fleet.environments], key=f"edit_fleet_environments_{fleet.id}"
         )
+        fields.slot("environmentIds")
         if st.form_submit_button("Save fleet", type="primary"):
             try:
                 orgdeck.fleets.update(
                     fleet.id, name=name.strip(), description=description, environment_ids=environment_ids
                 )
             except ApiError as error:
-                show_error(error, "save the fleet")
+                fields.show(error, "save the fleet")
             else:
-                notify(f"Saved fleet **{name.strip()}**.")
+                notify(f"Saved fleet **{plain(name.strip())}**.")
     warning = f"Delete **{fleet.name}**? Its {fleet.agent_count} agent(s) keep existing, outside any fleet."
     if confirmed("Delete fleet", key=f"delete_fleet_{fleet.id}", warning=warning):
         try:
@@ -111,8 +121,7 @@ def detail(fleet: FleetDetail, environments: list[Environment]) -> None:
         except ApiError as error:
             show_error(error, "delete the fleet")
         else:
-            st.session_state.pop(CHOICE, None)
-            notify(f"Deleted fleet **{fleet.name}**; its agents are now outside any fleet.")
+            notify(f"Deleted fleet **{plain(fleet.name)}**; its agents are now outside any fleet.")
 
 
 st.title("Fleets")
@@ -123,10 +132,11 @@ fleets: list[Fleet] = load("list fleets", lambda: orgdeck.fleets.list(limit=MAX_
 environments = load("list environments", lambda: orgdeck.environments.list(limit=MAX_PAGE_SIZE)).items
 agents = load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
 
+chosen_id = None
 if fleets:
-    table_col, chart_col = st.columns([3, 2], gap="large")
-    table_col.dataframe(
-        pd.DataFrame(
+    table_col, chart_col = layout.panes("fleets", 2)
+    with table_col:
+        table = pd.DataFrame(
             [
                 {
                     "Name": f.name,
@@ -137,11 +147,14 @@ if fleets:
                 }
                 for f in fleets
             ]
-        ),
-        hide_index=True,
-        width="stretch",
-        column_config={"Environments": st.column_config.ListColumn()},
-    )
+        )
+        chosen_id = chosen_row(
+            table,
+            [f.id for f in fleets],
+            key=TABLE,
+            width="stretch",
+            column_config={"Environments": st.column_config.ListColumn()},
+        )
     with chart_col:
         if agents:
             agents_chart(agents, {f.id: f.name for f in fleets})
@@ -150,10 +163,7 @@ else:
 
 create_form(environments, expanded=not fleets)
 
-if fleets:
-    st.divider()
-    by_id = {f.id: f for f in fleets}
-    if st.session_state.get(CHOICE) not in by_id:
-        st.session_state[CHOICE] = fleets[0].id
-    chosen = st.selectbox("Fleet", list(by_id), format_func=lambda fid: by_id[fid].name, key=CHOICE)
-    detail(load("load the fleet", lambda: orgdeck.fleets.get(chosen)), environments)
+if chosen_id is not None:
+    fleet = load("load the fleet", lambda: orgdeck.fleets.get(chosen_id))
+    st.subheader(fleet.name, divider="gray")
+    detail(fleet, environments)

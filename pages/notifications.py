@@ -26,13 +26,15 @@ from api.notifications import (
     LogStats,
     Subscription,
 )
+from components import layout
 from components.charts import AMBER, GREEN, RED
 from components.confirm import confirmed
 from components.connection import client, current
 from components.dates import recent_days
-from components.feedback import load, notify, show_error, show_notice
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
-from components.paging import paging_position
+from components.forms import FormFields
+from components.paging import Pager, next_offset, offset_caption
 
 PERIODS = (7, 30, 90)
 PAGE_SIZE = 50
@@ -43,13 +45,16 @@ DELIVERY_COLOURS = STATUS_COLOURS | {"pending": "#6b7280", "held": "#2563eb"}
 KINDS = {"webhook": "Webhook", "slack": "Slack", "email": "Email"}
 CREATED = "created_channel"
 MATRIX = "subscription_matrix"
-LOG_PAGE = "log_page"
-DELIVERIES_PAGE = "deliveries_page"
+LOG_PAGER = "log_pager"
+DELIVERIES_PAGER = "deliveries_pager"
+# The log's filters are kept in the URL (`bind="query-params"`): the Overview links to dead deliveries.
+BOUND = "query-params"
 # The delivery whose detail is open, whichever table or lookup opened it.
 OPEN_DELIVERY = "open_delivery"
 ROTATED = "rotated_secret"
 RECOVERABLE = ["failed", "dead", "held"]
-CHART_MARGIN = {"l": 10, "r": 10, "t": 30, "b": 10}
+CHART_MARGIN = {"l": 10, "r": 10, "t": 56, "b": 10}
+TILE_WIDTH = 200
 
 orgdeck = client()
 
@@ -72,11 +77,19 @@ def summary(stats: LogStats) -> None:
     sent = sum(day.sent for day in stats.per_day)
     failed = sum(day.failed for day in stats.per_day)
     dead = sum(day.dead for day in stats.per_day)
-    sent_col, failed_col, dead_col, rate_col = st.columns(4)
-    sent_col.metric("Delivered", sent, help="Attempts that got a 2xx answer (or were accepted by SMTP).")
-    failed_col.metric("Failed, retried", failed, help="Attempts that failed with a retry scheduled.")
-    dead_col.metric("Dead", dead, help="Deliveries whose last retry failed: the event never arrived.")
-    rate_col.metric("Failure rate", rate(failed + dead, sent + failed + dead), help="Of all attempts.")
+    tiles = st.container(horizontal=True, gap="small")
+    tiles.metric(
+        "Delivered", sent, help="Attempts that got a 2xx answer (or were accepted by SMTP).", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Failed, retried", failed, help="Attempts that failed with a retry scheduled.", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Dead", dead, help="Deliveries whose last retry failed: the event never arrived.", width=TILE_WIDTH
+    )
+    tiles.metric(
+        "Failure rate", rate(failed + dead, sent + failed + dead), help="Of all attempts.", width=TILE_WIDTH
+    )
     if dead:
         st.error(
             f"**{dead} deliver{'y' if dead == 1 else 'ies'} dead** in the last {stats.days} days: "
@@ -104,7 +117,8 @@ def per_day_figure(stats: LogStats) -> go.Figure:
         barmode="stack",
         height=300,
         margin=CHART_MARGIN,
-        legend={"orientation": "h", "y": 1.02, "yanchor": "bottom", "x": 1, "xanchor": "right"},
+        # Under the title, not over it: a narrow chart has no room for both on one line.
+        legend={"orientation": "h", "y": 1.0, "yanchor": "bottom", "x": 0, "xanchor": "left"},
         xaxis={"type": "date", "showgrid": False},
         yaxis={"title": None, "rangemode": "tozero"},
         plot_bgcolor="rgba(0,0,0,0)",
@@ -147,7 +161,7 @@ def charts(stats: LogStats) -> None:
     if not stats.per_channel:
         st.info(f"No delivery attempts in the last {stats.days} days.", icon=":material/info:")
         return
-    days_col, channels_col = st.columns([3, 2], gap="large")
+    days_col, channels_col = layout.panes("delivery_charts", 2)
     days_col.plotly_chart(per_day_figure(stats), width="stretch", config={"displayModeBar": False})
     channels_col.plotly_chart(failure_rate_figure(stats), width="stretch", config={"displayModeBar": False})
 
@@ -157,7 +171,7 @@ def charts(stats: LogStats) -> None:
 
 def date_range(days: int) -> tuple[datetime | None, datetime | None]:
     """The picked UTC dates as [start, end) instants; the end date is included whole."""
-    picked = recent_days("Dates (UTC)", days)
+    picked = recent_days("Dates (UTC)", days, key="log_dates", bind=True)
     if picked is None:
         return None, None
     first, last = picked
@@ -213,16 +227,19 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
     names |= {
         c.channel_id: f"{c.channel_name} (deleted)" for c in stats.per_channel if c.channel_id not in names
     }
-    event_col, channel_col, status_col, dates_col = st.columns(4)
-    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event_type")
+    event_col, channel_col, status_col, dates_col = layout.fields("log_filters", 4)
+    event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="log_event", bind=BOUND)
     channel_id = channel_col.selectbox(
-        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel"
+        "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="log_channel", bind=BOUND
     )
-    statuses = status_col.multiselect("Status", list(LOG_STATUSES), placeholder="Any", key="log_status")
+    statuses = status_col.multiselect(
+        "Status", list(LOG_STATUSES), placeholder="Any", key="log_status", bind=BOUND
+    )
     with dates_col:
         start, end = date_range(stats.days)
-    filters = (event_type, channel_id, tuple(statuses), start, end)
-    page_number = paging_position(LOG_PAGE, filters, 1)
+    # Kept out of widget state, which Streamlit drops when the page is left: coming back to the page
+    # once read a position that was no longer there.
+    pager = Pager(LOG_PAGER, (event_type, channel_id, tuple(statuses), start, end))
     page = load(
         "load the delivery log",
         lambda: orgdeck.notifications.logs(
@@ -232,7 +249,7 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
             start=start,
             end=end,
             limit=PAGE_SIZE,
-            offset=(page_number - 1) * PAGE_SIZE,
+            offset=pager.offset,
         ),
     )
     total = page.total or 0
@@ -244,12 +261,9 @@ def delivery_log(channels: list[Channel], stats: LogStats) -> None:
         )
         return
     open_picked("log", log_table(page.items))
-    pages = -(-total // PAGE_SIZE)
-    first = (page_number - 1) * PAGE_SIZE + 1
-    page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
-    page_col.number_input("Page", min_value=1, max_value=max(pages, page_number), step=1, key=LOG_PAGE)
-    count_col.caption(
-        f"Attempts {first} to {first + len(page.items) - 1} of {total}, newest first · page {page_number} of {pages}"
+    pager.controls(
+        next_offset(pager.offset, len(page.items), total),
+        offset_caption(pager.offset, len(page.items), total, "attempts, newest first"),
     )
 
 
@@ -308,8 +322,7 @@ def deliveries_section(channels: list[Channel]) -> None:
         "Channel", [ANY, *names], format_func=lambda c: names.get(c, c), key="deliveries_channel"
     )
     event_type = event_col.selectbox("Event type", [ANY, *EVENT_TYPES], key="deliveries_event_type")
-    filters = (tuple(statuses), channel_id, event_type)
-    page_number = paging_position(DELIVERIES_PAGE, filters, 1)
+    pager = Pager(DELIVERIES_PAGER, (tuple(statuses), channel_id, event_type))
     page = load(
         "load the deliveries",
         lambda: orgdeck.notifications.deliveries(
@@ -317,21 +330,16 @@ def deliveries_section(channels: list[Channel]) -> None:
             channel_id=None if channel_id == ANY else channel_id,
             event_type=None if event_type == ANY else event_type,
             limit=PAGE_SIZE,
-            offset=(page_number - 1) * PAGE_SIZE,
+            offset=pager.offset,
         ),
     )
     if page.items:
         open_picked("deliveries", deliveries_table(page.items))
         total = page.total or 0
-        pages = -(-total // PAGE_SIZE)
-        first = (page_number - 1) * PAGE_SIZE + 1
-        page_col, count_col = st.columns([1, 5], vertical_alignment="bottom")
-        page_col.number_input(
-            "Page", min_value=1, max_value=max(pages, page_number), step=1, key=DELIVERIES_PAGE
-        )
-        count_col.caption(
-            f"Deliveries {first} to {first + len(page.items) - 1} of {total}, newest first · "
-            f"page {page_number} of {pages} · pick a row to see what was sent and what came back"
+        pager.controls(
+            next_offset(pager.offset, len(page.items), total),
+            offset_caption(pager.offset, len(page.items), total, "deliveries, newest first")
+            + " · pick a row to see what was sent and what came back",
         )
     else:
         filtered = statuses or channel_id != ANY or event_type != ANY
@@ -504,17 +512,21 @@ def create_form(*, expanded: bool) -> None:
         kind = st.radio(
             "Kind", list(KINDS), format_func=KINDS.__getitem__, horizontal=True, key="channel_kind"
         )
-        with st.form("create_channel", clear_on_submit=True):
-            name = st.text_input("Name", placeholder="e.g. #platform-alerts", max_chars=200)
+        with st.form("create_channel"):
+            fields = FormFields("channel")
+            name = fields.text_input("name", key="new_channel_name")
             if kind == "email":
-                target = st.text_input(
-                    "Recipients",
+                target = fields.text_input(
+                    "config.recipients",
+                    key="new_channel_recipients",
                     placeholder="oncall@example.com, platform@example.com",
                     help="Up to 50 addresses, separated by commas. Sent through the service's SMTP server.",
                 )
             else:
-                target = st.text_input(
-                    "Incoming-webhook URL" if kind == "slack" else "URL",
+                target = fields.text_input(
+                    "config.url",
+                    key=f"new_channel_url_{kind}",
+                    label="Incoming-webhook URL" if kind == "slack" else "URL",
                     placeholder="https://hooks.slack.com/services/…" if kind == "slack" else "https://…",
                     help="The Slack URL is a credential: it is kept encrypted and shown by its host only."
                     if kind == "slack"
@@ -529,11 +541,13 @@ def create_form(*, expanded: bool) -> None:
                         recipients=recipients(target) if kind == "email" else None,
                     )
                 except ApiError as error:
-                    show_error(error, "create the channel")
+                    fields.show(error, "create the channel")
                 else:
+                    fields.clear()
                     st.session_state[CREATED] = {"name": created.name, "secret": created.signing_secret}
                     notify(
-                        f"Created channel **{created.name}**. Subscribe it to event types in *Subscriptions*."
+                        f"Created channel **{plain(created.name)}**. Subscribe it to event types in "
+                        "*Subscriptions*."
                     )
 
 
@@ -555,7 +569,7 @@ def created_secret() -> None:
 
 
 def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
-    event_col, test_col = st.columns([3, 1], vertical_alignment="bottom")
+    event_col, test_col = layout.fields(f"test_{channel.id}", 2)
     event_type = event_col.selectbox(
         "Test event type",
         EVENT_TYPES,
@@ -836,8 +850,7 @@ st.caption(
 )
 show_notice()
 
-period_col, _ = st.columns([2, 3])
-period = period_col.radio(
+period = st.radio(
     "Period",
     PERIODS,
     index=1,

@@ -7,14 +7,17 @@ import streamlit as st
 
 from api import ApiError
 from api.providers import KINDS_NEEDING_BASE_URL, PROVIDER_KINDS, Provider, ProviderTestResult
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
-from components.feedback import explain, load, show_error
+from components.feedback import attempt, load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields, InvalidField
 from components.providers import model_picker
+from components.tables import chosen_row, select
 
-NOTICE = "providers_notice"
 TEST_RESULT = "provider_test_result"
+TABLE = "providers_table"
 KIND_LABELS = {
     "openai": "OpenAI",
     "anthropic": "Anthropic",
@@ -29,11 +32,6 @@ BASE_URL_HINT = (
 
 connection = current()
 orgdeck = client()
-
-
-def notify(message: str) -> None:
-    st.session_state[NOTICE] = message
-    st.rerun()
 
 
 def key_label(provider: Provider) -> str:
@@ -53,24 +51,27 @@ def show_test_result(result: ProviderTestResult) -> None:
 
 
 def add_provider_form() -> None:
-    with st.form("add_provider", clear_on_submit=True):
-        name_col, kind_col = st.columns(2)
-        name = name_col.text_input("Name", placeholder="e.g. Team OpenAI", max_chars=200)
-        kind = kind_col.selectbox("Kind", PROVIDER_KINDS, format_func=KIND_LABELS.get)
-        base_url = st.text_input("Base URL", help=BASE_URL_HINT)
-        api_key = st.text_input(
-            "API key", type="password", help="Stored encrypted; only its last 4 characters are ever shown."
+    with st.form("add_provider"):
+        fields = FormFields("provider")
+        name_col, kind_col = layout.fields("new_provider_names", 2)
+        name = fields.text_input("name", key="new_provider_name", where=name_col)
+        kind = kind_col.selectbox(
+            "Kind", PROVIDER_KINDS, format_func=KIND_LABELS.get, key="new_provider_kind"
         )
-        models_col, default_col = st.columns(2)
-        models = models_col.text_input(
-            "Models", placeholder="gpt-4o-mini, gpt-4o", help="Comma-separated; Azure: deployment names."
+        base_url = fields.text_input("baseUrl", key="new_provider_base_url", help=BASE_URL_HINT)
+        api_key = fields.text_input("apiKey", key="new_provider_api_key", type="password")
+        models_col, default_col = layout.fields("new_provider_models", 2)
+        models = fields.text_input("models", key="new_provider_models", where=models_col)
+        default_model = fields.text_input(
+            "defaultModel",
+            key="new_provider_default_model",
+            where=default_col,
+            help="Default: the first model listed.",
         )
-        default_model = default_col.text_input("Default model", help="Default: the first model listed.")
         if st.form_submit_button("Add provider", type="primary"):
-            if kind in KINDS_NEEDING_BASE_URL and not base_url.strip():
-                st.error(f"{KIND_LABELS[kind]} needs a base URL. {BASE_URL_HINT}")
-                return
             try:
+                if kind in KINDS_NEEDING_BASE_URL and not base_url.strip():
+                    raise InvalidField("baseUrl", f"{KIND_LABELS[kind]} needs one. {BASE_URL_HINT}")
                 created = orgdeck.providers.create(
                     name.strip(),
                     kind,
@@ -79,15 +80,16 @@ def add_provider_form() -> None:
                     models=[m.strip() for m in models.split(",") if m.strip()],
                     default_model=default_model.strip() or None,
                 )
-            except ApiError as error:
-                show_error(error, "add the provider")
+            except (InvalidField, ApiError) as error:
+                fields.show(error, "add the provider")
             else:
-                st.session_state["provider_choice"] = created.id
-                notify(f"Added **{created.name}**. Test the connection below.")
+                fields.clear()
+                select(TABLE, created.id)
+                notify(f"Added **{plain(created.name)}**. Test the connection below.")
 
 
 def provider_details(provider: Provider) -> None:
-    test_col, manage_col = st.columns([3, 2], gap="large")
+    test_col, manage_col = layout.panes("provider", 2)
     with test_col:
         st.markdown(f"**Test `{provider.name}`**")
         st.caption("Makes one real, minimal call to the model, with the service's provider timeout.")
@@ -103,24 +105,27 @@ def provider_details(provider: Provider) -> None:
         if tested and tested[0] == provider.id:
             show_test_result(tested[1])
     with manage_col:
-        with st.form(f"replace_key_{provider.id}", clear_on_submit=True):
-            new_key = st.text_input("Replace the API key", type="password")
+        with st.form(f"replace_key_{provider.id}"):
+            fields = FormFields("provider")
+            new_key = fields.text_input(
+                "apiKey", key=f"replace_key_{provider.id}", label="Replace the API key", type="password"
+            )
             if st.form_submit_button("Save key"):
                 try:
                     orgdeck.providers.update(provider.id, api_key=new_key)
                 except ApiError as error:
-                    show_error(error, "save the key")
+                    fields.show(error, "save the key")
                 else:
-                    notify(f"Replaced the API key of **{provider.name}**.")
-        warning = f"Delete **{provider.name}**? Drafting with it stops working. Saved policies stay."
+                    fields.clear()
+                    notify(f"Replaced the API key of **{plain(provider.name)}**.")
+        warning = f"Delete **{plain(provider.name)}**? Drafting with it stops working. Saved policies stay."
         if confirmed("Delete provider", key=f"delete_provider_{provider.id}", warning=warning):
             try:
                 orgdeck.providers.delete(provider.id)
             except ApiError as error:
                 show_error(error, "delete the provider")
             else:
-                st.session_state.pop("provider_choice", None)
-                notify(f"Deleted **{provider.name}**.")
+                notify(f"Deleted **{plain(provider.name)}**.")
 
 
 st.title("LLM providers")
@@ -128,52 +133,41 @@ st.caption(
     "Connections to language-model providers that policy authors can draft with. API keys are "
     "encrypted at rest and never shown again."
 )
-notice = st.session_state.pop(NOTICE, None)
-if notice:
-    st.success(notice, icon=":material/check_circle:")
+show_notice()
 
 providers = load("list provider connections", orgdeck.providers.list).items
+chosen_id = None
 if providers:
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {
-                    "Name": p.name,
-                    "Kind": KIND_LABELS[p.kind],
-                    "Base URL": p.base_url,
-                    "Models": ", ".join(p.models),
-                    "Default model": p.default_model or "",
-                    "API key": key_label(p),
-                    "Updated": ago(p.updated_at),
-                }
-                for p in providers
-            ]
-        ),
-        hide_index=True,
-        use_container_width=True,
+    table = pd.DataFrame(
+        [
+            {
+                "Name": p.name,
+                "Kind": KIND_LABELS[p.kind],
+                "Base URL": p.base_url,
+                "Models": ", ".join(p.models),
+                "Default model": p.default_model or "",
+                "API key": key_label(p),
+                "Updated": ago(p.updated_at),
+            }
+            for p in providers
+        ]
     )
+    chosen_id = chosen_row(table, [p.id for p in providers], key=TABLE, width="stretch")
 else:
     st.info("No provider connections yet. Add one below; drafting also works with the built-in drafter.")
 
 with st.expander("Add a provider", expanded=not providers, icon=":material/add:"):
     add_provider_form()
 
-if providers:
-    by_id = {p.id: p for p in providers}
-    if st.session_state.get("provider_choice") not in by_id:
-        st.session_state["provider_choice"] = providers[0].id
-    chosen = st.selectbox("Provider", list(by_id), format_func=lambda i: by_id[i].name, key="provider_choice")
-    provider_details(by_id[chosen])
+if chosen_id is not None:
+    provider_details(next(p for p in providers if p.id == chosen_id))
 
 st.subheader("System models")
 st.caption(
     "Offered to every organization by the operator (ORGDECK_SYSTEM_MODELS); the built-in drafter needs no network."
 )
-try:
-    system_models = orgdeck.providers.system_models().items
-except ApiError as error:
-    st.error(explain(error))
-else:
+system_models = attempt("list the system models", orgdeck.providers.system_models)
+if system_models is not None:
     st.dataframe(
         pd.DataFrame(
             [
@@ -185,9 +179,9 @@ else:
                     "Default": "yes" if m.default else "",
                     "About": m.description,
                 }
-                for m in system_models
+                for m in system_models.items
             ]
         ),
         hide_index=True,
-        use_container_width=True,
+        width="stretch",
     )

@@ -22,10 +22,16 @@ from api.registries import (
     RetrievedArtifact,
     content_text,
 )
+from components import layout
+from components.confirm import confirmed
 from components.connection import client, current
 from components.diff import diff_stats, side_by_side
-from components.feedback import load, show_error
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields, InvalidField
+from components.tables import chosen_row, select
+
+TABLE = "registries_table"
 
 connection = current()
 orgdeck = client()
@@ -35,6 +41,7 @@ st.caption(
     f"Versioned prompts of `{connection.org_slug}`. Published versions never change; labels such as "
     "`production` point at the version applications fetch. Public registries can be read without a key."
 )
+show_notice()
 
 everything = load("list registries", lambda: orgdeck.registries.list(include_deleted=True, limit=1000)).items
 live = [r for r in everything if r.deleted_at is None]
@@ -53,7 +60,7 @@ def choose(options: list[str], key: str, next_key: str) -> None:
         st.session_state[key] = options[0]
 
 
-def registry_table(registries: list[Registry]) -> None:
+def registry_table(registries: list[Registry]) -> str | None:
     table = pd.DataFrame(
         [
             {
@@ -67,24 +74,26 @@ def registry_table(registries: list[Registry]) -> None:
             for r in registries
         ]
     )
-    st.dataframe(table, hide_index=True, width="stretch")
+    return chosen_row(table, [r.registry_ref for r in registries], key=TABLE, width="stretch")
 
 
 def create_registry_form() -> None:
-    with st.form("create_registry", clear_on_submit=True):
-        name_col, visibility_col = st.columns([3, 2])
-        name = name_col.text_input("Name", placeholder="e.g. support-prompts", max_chars=63)
-        visibility = visibility_col.radio("Visibility", ["private", "public"], horizontal=True)
-        description = st.text_input("Description", max_chars=2000)
+    with st.form("create_registry"):
+        fields = FormFields("registry")
+        name = fields.text_input("name", key="new_registry_name")
+        visibility = st.radio(
+            "Visibility", ["private", "public"], horizontal=True, key="new_registry_visibility"
+        )
+        description = fields.text_input("description", key="new_registry_description")
         if st.form_submit_button("Create registry", type="primary"):
             try:
                 created = orgdeck.registries.create(name, visibility=visibility, description=description)
             except ApiError as error:
-                show_error(error, "create the registry")
+                fields.show(error, "create the registry")
             else:
-                st.session_state["registry_next"] = created.registry_ref
-                st.toast(f"Created {created.registry_ref}")
-                st.rerun()
+                fields.clear()
+                select(TABLE, created.registry_ref)
+                notify(f"Created registry **{plain(created.registry_ref)}**.")
 
 
 def highlighted(text: str) -> str:
@@ -158,7 +167,7 @@ def artifact_browser(registry: Registry) -> None:
         return
     names = [a.name for a in artifacts]
     choose(names, "artifact_choice", "artifact_next")
-    list_col, detail_col = st.columns([1, 3], gap="large")
+    list_col, detail_col = layout.aside("artifacts")
     name = list_col.radio("Artifact", names, key="artifact_choice", captions=[summary(a) for a in artifacts])
     artifact = next(a for a in artifacts if a.name == name)
     versions = load(
@@ -253,7 +262,7 @@ def compare(registry: Registry, name: str, versions: list[ArtifactVersion]) -> N
         st.info("Only one version so far: publish another to compare.")
         return
     options, shown_as = [v.version for v in versions], labelled(versions)
-    old_col, new_col = st.columns(2)
+    old_col, new_col = layout.fields(f"compare_{registry.registry_ref}_{name}", 2)
     old = old_col.selectbox(
         "From", options, index=1, format_func=shown_as, key=f"diff_from:{registry.registry_ref}:{name}"
     )
@@ -282,11 +291,9 @@ def parse_content(kind: str, text: str) -> str | list[ChatMessage] | list[dict[s
     try:
         messages = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(
-            f"The chat messages are not valid JSON: {error.msg} (line {error.lineno})"
-        ) from error
+        raise InvalidField("content", f"not valid JSON: {error.msg} (line {error.lineno})") from error
     if not isinstance(messages, list):
-        raise ValueError('Chat content is a JSON list: [{"role": "system", "content": "…"}, …]')
+        raise InvalidField("content", 'chat content is a JSON list: [{"role": "system", "content": "…"}, …]')
     return messages
 
 
@@ -299,49 +306,53 @@ def publish_form(registry: Registry, artifact: Artifact | None) -> None:
     kind = st.radio(
         "Content", ["text", "chat"], horizontal=True, key="publish_kind", format_func=str.capitalize
     )
-    with st.form("publish", clear_on_submit=False):
-        name = st.text_input(
-            "Artifact", value=artifact.name if artifact else "", placeholder="e.g. triage-system"
-        )
-        text = st.text_area(
-            "Prompt" if kind == "text" else "Messages (JSON)",
+    # Keyed by what is published into, so that each artifact's form starts from its own name.
+    base = f"publish:{registry.registry_ref}:{artifact.name if artifact else ''}"
+    with st.form("publish"):
+        fields = FormFields("artifact")
+        name = fields.text_input("name", key=f"{base}:name", value=artifact.name if artifact else "")
+        text = fields.text_area(
+            "content",
+            key=f"{base}:content:{kind}",
+            label="Prompt" if kind == "text" else "Messages (JSON)",
             height=220,
             placeholder="Use {{variable}} for what the application fills in."
             if kind == "text"
             else CHAT_EXAMPLE,
         )
-        version_col, labels_col = st.columns(2)
-        version = version_col.text_input("Version (optional)", placeholder="1.4.0; empty for the next number")
-        labels = labels_col.text_input("Labels (optional)", placeholder="e.g. staging, production")
-        message = st.text_input("Commit message", max_chars=2000)
+        version_col, labels_col = layout.fields("publish_version_labels", 2)
+        version = fields.text_input(
+            "version", key=f"{base}:version", where=version_col, label="Version (optional)"
+        )
+        labels = fields.text_input(
+            "labels", key=f"{base}:labels", where=labels_col, label="Labels (optional)"
+        )
+        message = fields.text_input("commitMessage", key=f"{base}:message")
         if not st.form_submit_button("Publish", type="primary"):
             return
     try:
-        content = parse_content(kind, text)
         published = orgdeck.registries.publish(
             registry.registry_ref,
             name.strip(),
-            content,
+            parse_content(kind, text),
             version=version.strip() or None,
             labels=[label.strip() for label in labels.split(",") if label.strip()],
             commit_message=message,
         )
-    except ValueError as error:
-        st.error(str(error), icon=":material/error:")
-    except ApiError as error:
-        show_error(error, "publish")
+    except (InvalidField, ApiError) as error:
+        fields.show(error, "publish")
     else:
-        outcome = "Published" if published.created else "Already published (same content)"
+        fields.clear()
+        outcome = "Published" if published.created else "Already published (same content):"
         st.session_state["artifact_next"] = published.name
-        st.toast(f"{outcome}: {published.name} {published.version}")
-        st.rerun()
+        notify(f"{outcome} **{plain(published.name)}** {published.version}.")
 
 
 def move_label_form(registry: Registry, artifact: Artifact, versions: list[ArtifactVersion]) -> None:
     st.caption("Move a label to promote or roll back. `latest` always follows the newest version by itself.")
     movable = [label for label in artifact.labels if label != LATEST_LABEL]
     with st.form("move_label"):
-        label_col, version_col = st.columns(2)
+        label_col, version_col = layout.fields("move_label", 2)
         label = label_col.selectbox(
             "Label",
             sorted({PRODUCTION_LABEL, "staging", *movable}),
@@ -360,27 +371,9 @@ def move_label_form(registry: Registry, artifact: Artifact, versions: list[Artif
     try:
         orgdeck.registries.move_label(registry.registry_ref, artifact.name, label, target)
     except ApiError as error:
-        show_error(error, "move the label")
+        show_error(error, "move the label", "artifact")
     else:
-        st.toast(f"{label} → {artifact.name} {target}")
-        st.rerun()
-
-
-def confirmed(action: str, key: str, warning: str, *, button_type: str = "primary") -> bool:
-    """A two-step action: the button asks, then a warning with confirm and cancel."""
-    if st.button(f"{action}…", key=f"{key}_start"):
-        st.session_state[key] = True
-    if not st.session_state.get(key):
-        return False
-    st.warning(warning, icon=":material/warning:")
-    confirm_col, cancel_col, _ = st.columns([1, 1, 4])
-    if confirm_col.button(action, type=button_type, key=f"{key}_confirm"):
-        st.session_state.pop(key)
-        return True
-    if cancel_col.button("Cancel", key=f"{key}_cancel"):
-        st.session_state.pop(key)
-        st.rerun()
-    return False
+        notify(f"Moved **{plain(label)}** to {plain(artifact.name)} {target}.")
 
 
 def delete_section(registry: Registry) -> None:
@@ -388,14 +381,13 @@ def delete_section(registry: Registry) -> None:
         f"Delete **{registry.registry_ref}**? Its {registry.artifact_count} artifacts stop being served "
         "(404) at once. Nothing is erased: the registry can be restored."
     )
-    if confirmed("Delete registry", "delete_pending", warning):
+    if confirmed("Delete registry", key=f"delete_registry_{registry.registry_ref}", warning=warning):
         try:
             orgdeck.registries.delete(registry.registry_ref)
         except ApiError as error:
             show_error(error, "delete the registry")
         else:
-            st.toast(f"Deleted {registry.registry_ref}")
-            st.rerun()
+            notify(f"Deleted **{plain(registry.registry_ref)}**; it can be restored below.")
 
 
 def restore_section() -> None:
@@ -404,27 +396,22 @@ def restore_section() -> None:
     if choice is None:
         return
     warning = f"Restore **{choice}**? Its artifacts are served again, to everyone it was shared with."
-    if confirmed("Restore registry", "restore_pending", warning):
+    if confirmed("Restore registry", key=f"restore_registry_{choice}", warning=warning):
         try:
             orgdeck.registries.restore(choice)
         except ApiError as error:
             show_error(error, "restore the registry")
         else:
-            st.session_state["registry_next"] = choice
-            st.toast(f"Restored {choice}")
-            st.rerun()
+            select(TABLE, choice)
+            notify(f"Restored **{plain(choice)}**.")
 
 
 if not live:
     st.info("No registries yet: create one to publish prompts into.", icon=":material/info:")
     create_registry_form()
 else:
-    registry_table(live)
-    refs = [r.registry_ref for r in live]
-    choose(refs, "registry_choice", "registry_next")
-    choice_col, new_col = st.columns([5, 1], vertical_alignment="bottom")
-    ref = choice_col.selectbox("Registry", refs, key="registry_choice")
-    with new_col.popover("New registry", icon=":material/add:", width="stretch"):
+    ref = registry_table(live)
+    with st.popover("New registry", icon=":material/add:"):
         create_registry_form()
     selected = next(r for r in live if r.registry_ref == ref)
     st.subheader(selected.registry_ref, divider="gray")

@@ -13,13 +13,17 @@ import streamlit as st
 from api import ApiError
 from api.common import MAX_PAGE_SIZE
 from api.tools import EMPTY_INPUT_SCHEMA, Tool, ToolDeployment
+from components import layout
 from components.confirm import confirmed
 from components.connection import client, current
-from components.feedback import load, show_error
+from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
+from components.forms import FormFields, InvalidField
+from components.tables import chosen_row, select
 
-NOTICE = "tools_notice"
 ALL = "All"
+TABLE = "tools_table"
+TILE_WIDTH = 200
 SCHEMA_TEMPLATE = json.dumps(
     {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}, indent=2
 )
@@ -28,20 +32,18 @@ connection = current()
 orgdeck = client()
 
 
-def notify(message: str) -> None:
-    st.session_state[NOTICE] = message
-    st.rerun()
-
-
-def parse_schema(text: str) -> dict[str, Any] | None:
-    """The schema typed in, or None after saying why it is not JSON (the service checks the rest)."""
+def parse_schema(text: str) -> dict[str, Any]:
+    """The schema typed in (the service checks that it describes an object)."""
+    if not text.strip():
+        return dict(EMPTY_INPUT_SCHEMA)
     try:
-        schema = json.loads(text or "{}")
+        schema = json.loads(text)
     except json.JSONDecodeError as error:
-        st.error(
-            f"The input schema is not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})."
-        )
-        return None
+        raise InvalidField(
+            "inputSchema", f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+        ) from error
+    if not isinstance(schema, dict):
+        raise InvalidField("inputSchema", 'must be a JSON object, like {"type": "object", "properties": {}}')
     return schema
 
 
@@ -54,28 +56,35 @@ def arguments(tool: Tool) -> str:
 
 def edit_panel(tool: Tool) -> None:
     with st.form(f"edit_tool_{tool.id}"):
-        name = st.text_input("Name", value=tool.name, max_chars=200)
-        description = st.text_area("Description", value=tool.description, max_chars=2000)
-        schema_text = st.text_area(
-            "Input schema (JSON)", value=json.dumps(tool.input_schema, indent=2), height=220
+        fields = FormFields("tool")
+        name = fields.text_input("name", key=f"edit_tool_name_{tool.id}", value=tool.name)
+        description = fields.text_area(
+            "description", key=f"edit_tool_description_{tool.id}", value=tool.description
+        )
+        schema_text = fields.text_area(
+            "inputSchema",
+            key=f"edit_tool_schema_{tool.id}",
+            label="Input schema (JSON)",
+            value=json.dumps(tool.input_schema, indent=2),
+            height=220,
         )
         if st.form_submit_button("Save changes", type="primary"):
-            schema = parse_schema(schema_text)
-            if schema is not None:
-                try:
-                    orgdeck.tools.update(tool.id, name=name, description=description, input_schema=schema)
-                except ApiError as error:
-                    show_error(error, "save the tool")
-                else:
-                    notify(f"Saved **{name}**.")
-    warning = f"Delete **{tool.name}** (`{tool.tool_key}`)? Records of its deployments stay."
+            try:
+                orgdeck.tools.update(
+                    tool.id, name=name, description=description, input_schema=parse_schema(schema_text)
+                )
+            except (InvalidField, ApiError) as error:
+                fields.show(error, "save the tool")
+            else:
+                notify(f"Saved **{plain(name)}**.")
+    warning = f"Delete **{plain(tool.name)}** (`{tool.tool_key}`)? Records of its deployments stay."
     if confirmed("Delete tool", key=f"delete_tool_{tool.id}", warning=warning):
         try:
             orgdeck.tools.delete(tool.id)
         except ApiError as error:
             show_error(error, "delete the tool")
         else:
-            notify(f"Deleted tool **{tool.name}**.")
+            notify(f"Deleted tool **{plain(tool.name)}**.")
 
 
 def version_order(version: str) -> tuple[tuple[int, int | str], ...]:
@@ -126,18 +135,17 @@ st.caption(
     "The tools agents can call, each with the JSON Schema of its input, and the record of which version "
     "of each is deployed in which environment."
 )
-notice = st.session_state.pop(NOTICE, None)
-if notice:
-    st.success(notice, icon=":material/check_circle:")
+show_notice()
 
 tools = load("list tools", lambda: orgdeck.tools.list(limit=MAX_PAGE_SIZE)).items
 every_record = load("list tool deployments", lambda: orgdeck.tool_deployments.list(limit=MAX_PAGE_SIZE)).items
 
-tools_col, records_col, environments_col = st.columns(3)
-tools_col.metric("Tools", len(tools))
-records_col.metric("Deployment records", len(every_record))
-environments_col.metric("Environments with tools", len({r.environment for r in every_record}))
+tiles = st.container(horizontal=True, gap="small")
+tiles.metric("Tools", len(tools), width=TILE_WIDTH)
+tiles.metric("Deployment records", len(every_record), width=TILE_WIDTH)
+tiles.metric("Environments with tools", len({r.environment for r in every_record}), width=TILE_WIDTH)
 
+chosen_id = None
 if tools:
     catalogue = pd.DataFrame(
         [
@@ -151,47 +159,46 @@ if tools:
             for t in tools
         ]
     )
-    st.dataframe(catalogue, hide_index=True, width="stretch")
+    st.caption("Select a tool to edit or delete it.")
+    chosen_id = chosen_row(catalogue, [t.id for t in tools], key=TABLE, width="stretch")
 else:
     st.info("No tools yet. Register the first one below with the JSON Schema of its input.")
 
 with (
     st.expander("Register a tool", expanded=not tools, icon=":material/add:"),
-    st.form("create_tool", clear_on_submit=True),
+    st.form("create_tool"),
 ):
-    name_col, key_col = st.columns(2)
-    name = name_col.text_input("Name", placeholder="e.g. Search Zendesk tickets", max_chars=200)
-    tool_key = key_col.text_input(
-        "Tool key",
-        placeholder="e.g. zendesk.search_tickets",
-        help="Unique and permanent: a-z, 0-9, . _ -",
+    fields = FormFields("tool")
+    name_col, key_col = layout.fields("new_tool_names", 2)
+    name = fields.text_input("name", key="new_tool_name", where=name_col)
+    tool_key = fields.text_input("toolKey", key="new_tool_key", where=key_col)
+    description = fields.text_input("description", key="new_tool_description")
+    schema_text = fields.text_area(
+        "inputSchema", key="new_tool_schema", label="Input schema (JSON)", value=SCHEMA_TEMPLATE, height=180
     )
-    description = st.text_input("Description", max_chars=2000)
-    schema_text = st.text_area("Input schema (JSON)", value=SCHEMA_TEMPLATE, height=180)
     if st.form_submit_button("Register tool", type="primary"):
-        schema = parse_schema(schema_text) if schema_text.strip() else dict(EMPTY_INPUT_SCHEMA)
-        if schema is not None:
-            try:
-                created = orgdeck.tools.create(
-                    name, tool_key.strip(), description=description, input_schema=schema
-                )
-            except ApiError as error:
-                show_error(error, "register the tool")
-            else:
-                notify(f"Registered **{created.name}** (`{created.tool_key}`).")
+        try:
+            created = orgdeck.tools.create(
+                name, tool_key.strip(), description=description, input_schema=parse_schema(schema_text)
+            )
+        except (InvalidField, ApiError) as error:
+            fields.show(error, "register the tool")
+        else:
+            fields.clear()
+            select(TABLE, created.id)
+            notify(f"Registered **{plain(created.name)}** (`{created.tool_key}`).")
 
-if tools:
-    with st.expander("Edit or delete a tool", icon=":material/edit:"):
-        by_label = {f"{t.name} ({t.tool_key})": t for t in tools}
-        choice = st.selectbox("Tool", list(by_label), key="tool_choice")
-        edit_panel(by_label[choice])
+if chosen_id is not None:
+    chosen = next(t for t in tools if t.id == chosen_id)
+    with st.expander(f"Edit or delete {chosen.name}", icon=":material/edit:"):
+        edit_panel(chosen)
 
 st.subheader("Deployments")
 if not every_record:
     st.info("No tool deployment records yet. Pipelines report them with POST /agents/tool-deployments.")
     st.stop()
 
-tool_filter_col, environment_filter_col = st.columns(2)
+tool_filter_col, environment_filter_col = layout.fields("tool_record_filters", 2)
 tool_name = tool_filter_col.selectbox("Tool", [ALL, *sorted({r.tool_name for r in every_record})])
 environment = environment_filter_col.selectbox(
     "Environment", [ALL, *sorted({r.environment for r in every_record})]

@@ -81,7 +81,7 @@ def test_duplicate_stable_key_is_already_exists_even_after_archiving(client, db)
     with pytest.raises(BadRequest) as duplicate:
         client.agents.create("kb-answerer", "anthropic")
     assert duplicate.value.code == "already_exists"
-    assert duplicate.value.details[0]["field"] == "stableKey"
+    assert duplicate.value.details[0].field == "stableKey"
     client.agents.archive("kb-answerer")
     with pytest.raises(BadRequest) as still_taken:
         client.agents.create("kb-answerer", "openai")
@@ -385,12 +385,12 @@ def test_another_orgs_fleet_cannot_be_joined(client, server, other_org, db):
     before = count_rows(db, "agents")
     with pytest.raises(BadRequest) as error:
         client.agents.create("sneaky", "openai", fleet_id=foreign.id)
-    assert error.value.details[0]["field"] == "fleetId"
+    assert error.value.details[0].field == "fleetId"
     assert count_rows(db, "agents") == before
     client.agents.create("honest", "openai")
     with pytest.raises(BadRequest) as patched:
         client.agents.update("honest", fleet_id=foreign.id)
-    assert patched.value.details[0]["field"] == "fleetId"
+    assert patched.value.details[0].field == "fleetId"
     assert client.agents.get("honest").fleet_id is None
 
 

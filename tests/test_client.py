@@ -35,7 +35,8 @@ def test_errors_are_typed(server, client, org, other_org):
     with pytest.raises(BadRequest) as bad:
         client.api_keys.create("")
     assert bad.value.status == 400
-    assert bad.value.details[0]["field"] == "name"
+    assert [(d.field, d.type) for d in bad.value.details] == [("name", "string_too_short")]
+    assert bad.value.details[0].message
     with pytest.raises(Forbidden):
         client.api_keys.list(org_slug=other_org.slug)
     with OrgdeckClient(server.url, "odk_wrong") as anonymous, pytest.raises(Unauthorized) as unauthorized:
@@ -147,3 +148,35 @@ def test_unreachable_service_is_connection_failed():
     orgdeck = OrgdeckClient(f"http://127.0.0.1:{port}/api", max_retries=1)
     with orgdeck, pytest.raises(ConnectionFailed, match="Could not reach"):
         orgdeck.health()
+
+
+class _OddErrors(BaseHTTPRequestHandler):
+    """A peer (a proxy, an older service) whose error details are not all in the documented shape."""
+
+    def do_GET(self) -> None:
+        body = (
+            b'{"message": "bad", "code": "invalid_request", "details": '
+            b'[{"field": "name", "message": "is required", "type": "missing"}, "text", {"field": "x"}]}'
+        )
+        self.send_response(400)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_error_details_keep_only_the_documented_shape():
+    peer = ThreadingHTTPServer(("127.0.0.1", 0), _OddErrors)
+    threading.Thread(target=peer.serve_forever, daemon=True).start()
+    try:
+        with (
+            OrgdeckClient(f"http://127.0.0.1:{peer.server_port}/api") as orgdeck,
+            pytest.raises(BadRequest) as bad,
+        ):
+            orgdeck.health()
+    finally:
+        peer.shutdown()
+    assert [(d.field, d.message, d.type) for d in bad.value.details] == [("name", "is required", "missing")]

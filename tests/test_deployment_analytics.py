@@ -285,9 +285,11 @@ def test_metrics_by_week_over_the_range_per_period_and_per_environment(fixture):
         (4, 2, 0.5714, 0.5, 75.0, (RESTORE_2 + RESTORE_4) / 2),
         (1, 0, 1.0, 0.0, 45.0, None),
     ]
-    assert figures(b) == (2, 1, 0.25, 0.5, 155.0, float(RESTORE_7))
+    # env-b's first deployment was on the 5th: its frequency counts the 6 days from then.
+    assert (metrics.counted_from, a.counted_from, b.counted_from) == (START, START, date(2025, 3, 5))
+    assert figures(b) == (2, 1, 0.3333, 0.5, 155.0, float(RESTORE_7))
     assert [figures(point) for point in b.periods] == [
-        (2, 1, 0.2857, 0.5, 155.0, float(RESTORE_7)),
+        (2, 1, 0.4, 0.5, 155.0, float(RESTORE_7)),
         (0, 0, 0.0, None, None, None),
     ]
 
@@ -306,7 +308,28 @@ def test_metrics_by_day_and_month_and_for_one_environment(fixture):
 
     only_b = fixture.client.deployments.metrics(start=START, end=END, environment_id=fixture.env["b"])
     assert [environment.environment_name for environment in only_b.environments] == ["env-b"]
-    assert figures(only_b.totals) == (2, 1, 0.25, 0.5, 155.0, float(RESTORE_7))
+    assert figures(only_b.totals) == (2, 1, 0.3333, 0.5, 155.0, float(RESTORE_7))
+    assert only_b.counted_from == date(2025, 3, 5)
+
+
+def test_frequencies_count_the_days_since_the_first_deployment_not_before(fixture):
+    """A range reaching back before anything was deployed is not diluted by the empty days."""
+    metrics = fixture.client.deployments.metrics(period="week", start=date(2025, 1, 6), end=END)
+    # The first ended job of the org was made on Sunday the 2nd: 9 days to the 10th, 8 jobs.
+    assert metrics.counted_from == date(2025, 3, 2)
+    assert metrics.totals.deployments == 8
+    assert metrics.totals.deployments_per_day == round(8 / 9, 4)
+    weeks = {point.period_start: point.deployments_per_day for point in metrics.periods}
+    assert weeks[date(2025, 1, 6)] is None and weeks[date(2025, 2, 17)] is None  # before any
+    assert weeks[date(2025, 2, 24)] == 1.0  # one job on the one day of that week since the first
+    assert weeks[START] == round(6 / 7, 4)
+    a, b = metrics.environments
+    assert (a.counted_from, b.counted_from) == (date(2025, 3, 2), date(2025, 3, 5))
+    assert a.deployments_per_day == round(6 / 9, 4) and b.deployments_per_day == round(2 / 6, 4)
+    # A range wholly after the first deployment counts from its own start, as before.
+    later = fixture.client.deployments.metrics(period="day", start=date(2025, 3, 6), end=END)
+    assert later.counted_from == date(2025, 3, 6)
+    assert later.totals.deployments_per_day == round(2 / 5, 4)  # jobs 4 and 5 in 5 days
 
 
 # -- through the worker -------------------------------------------------------------------

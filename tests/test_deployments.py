@@ -8,7 +8,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Iterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -343,9 +343,23 @@ def test_a_webhook_environment_needs_a_signing_key_before_deploying(client):
         "hooked", target="webhook", webhook_url="http://127.0.0.1:9/x"
     ).id
     versioned_agent(client, "alpha")
+    [warning] = client.deployments.preview(environment, ["alpha"]).warnings
+    assert warning.code == "signing_key_missing" and "signing key" in warning.message
+    assert client.environments.get(environment).signing_key_created_at is None
     with pytest.raises(BadRequest) as refused:
         client.deployments.deploy(environment, ["alpha"])
+    assert refused.value.code == "signing_key_missing"
     assert "signing key" in refused.value.message
+    assert refused.value.details[0].field == "environmentId"
+    key = client.deployments.create_signing_key(environment)
+    assert client.deployments.preview(environment, ["alpha"]).warnings == []
+    [listed] = [e for e in client.environments.list().items if e.id == environment]
+    assert listed.signing_key_created_at == key.created_at
+    assert client.environments.get(environment).signing_key_created_at == key.created_at
+    assert client.deployments.deploy(environment, ["alpha"]).status == "pending"
+    replaced = client.deployments.create_signing_key(environment)
+    assert replaced.secret != key.secret and replaced.created_at > key.created_at
+    assert client.environments.get(environment).signing_key_created_at == replaced.created_at
 
 
 def test_fleet_deploy_makes_one_job_for_every_agent_of_the_fleet(client, http, org):
@@ -365,7 +379,7 @@ def test_fleet_deploy_makes_one_job_for_every_agent_of_the_fleet(client, http, o
     empty = client.fleets.create("Empty")
     with pytest.raises(BadRequest) as refused:
         client.deployments.deploy_fleet(empty.id, environment)
-    assert refused.value.details[0]["field"] == "fleetId"
+    assert refused.value.details[0].field == "fleetId"
     with pytest.raises(NotFound):
         client.deployments.deploy_fleet("fleet_doesnotexist", environment)
 
@@ -477,10 +491,52 @@ def test_jobs_list_newest_first_with_filters_and_both_status_encodings(http, org
     assert detail["agents"] == [{"stableKey": "alpha", "version": 1, "status": "complete", "error": None}]
 
 
+def test_jobs_list_keeps_the_utc_days_of_creation_asked_for(http, org, db, three_jobs):
+    staging, prod, ids = three_jobs
+    today = utcnow().date()
+    midnight = datetime(today.year, today.month, today.day, tzinfo=UTC)
+    # The first job made two days ago, just before midnight; the second yesterday, at its start.
+    with db.session(write=True) as session:
+        session.get(JobRow, ids[0]).created_at = midnight - timedelta(days=1, milliseconds=1)
+        session.get(JobRow, ids[1]).created_at = midnight - timedelta(days=1)
+
+    def listed(**params: Any) -> list[str]:
+        response = http.get(
+            "agents/deployment-jobs", params={"orgSlug": org.slug, **params}, headers=org.headers
+        )
+        assert response.status_code == 200, response.text
+        return [job["id"] for job in response.json()["items"]]
+
+    day = lambda n: (today - timedelta(days=n)).isoformat()  # noqa: E731
+    assert listed(start=day(2), end=day(2)) == [ids[0]]
+    assert listed(start=day(1), end=day(1)) == [ids[1]]
+    assert listed(start=day(1)) == [ids[2], ids[1]]
+    assert listed(end=day(1)) == [ids[1], ids[0]]
+    assert listed(start=day(2), end=day(1), environmentId=staging, status="error") == [ids[1]]
+    assert listed(start=day(2), end=day(0), environmentId=prod) == [ids[2]]
+    assert listed(start=day(5), end=day(3)) == []
+    first = http.get(
+        "agents/deployment-jobs",
+        params={"orgSlug": org.slug, "start": day(2), "limit": 1},
+        headers=org.headers,
+    ).json()
+    assert [job["id"] for job in first["items"]] == [ids[2]]
+    assert listed(start=day(2), limit=1, cursor=first["nextCursor"]) == [ids[1]]
+    backwards = http.get(
+        "agents/deployment-jobs",
+        params={"orgSlug": org.slug, "start": day(1), "end": day(2)},
+        headers=org.headers,
+    )
+    assert backwards.status_code == 400
+    assert backwards.json()["details"][0]["field"] == "end"
+
+
 @pytest.mark.parametrize(
     ("params", "field"),
     [
         ({"limit": "0"}, "limit"),
+        ({"start": "yesterday"}, "start"),
+        ({"end": "2026-02-30"}, "end"),
         ({"limit": "1001"}, "limit"),
         ({"limit": "2.5"}, "limit"),
         ({"limit": "many"}, "limit"),
@@ -520,7 +576,7 @@ def test_other_orgs_jobs_environments_and_agents_are_invisible(client, server, o
         versioned_agent(stranger, "alpha")
         with pytest.raises(BadRequest) as refused:
             stranger.deployments.preview(staging, ["alpha"])
-        assert refused.value.details[0]["field"] == "environmentId"
+        assert refused.value.details[0].field == "environmentId"
         with pytest.raises(BadRequest):
             stranger.deployments.create_signing_key(staging)
     response = http.get(

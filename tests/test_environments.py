@@ -33,11 +33,13 @@ def test_create_get_and_list_with_secret_counts(client, http, org):
         "webhookUrl",
         "secretCount",
         "lastDeployment",
+        "signingKeyCreatedAt",
         "createdAt",
         "updatedAt",
     }
     assert fetched.json()["secretCount"] == 2
     assert fetched.json()["lastDeployment"] is None
+    assert fetched.json()["signingKeyCreatedAt"] is None
     listing = client.environments.list()
     assert [(e.name, e.secret_count) for e in listing.items] == [("eu-hook", 0), ("production", 2)]
     assert (listing.total, listing.limit, listing.offset) == (2, 50, 0)
@@ -64,7 +66,7 @@ def test_duplicate_name_is_already_exists(client, db):
     with pytest.raises(BadRequest) as error:
         client.environments.create("staging")
     assert error.value.code == "already_exists"
-    assert error.value.details[0]["field"] == "name"
+    assert error.value.details[0].field == "name"
     assert count_rows(db, "environments") == before
 
 
@@ -80,7 +82,7 @@ def test_update_renames_and_switches_targets(client):
     assert (back.target, back.webhook_url) == ("builtin", None)
     with pytest.raises(BadRequest) as needs_url:
         client.environments.update(environment.id, target="webhook")
-    assert needs_url.value.details[0]["field"] == "webhookUrl"
+    assert needs_url.value.details[0].field == "webhookUrl"
     with pytest.raises(BadRequest) as taken:
         client.environments.update(environment.id, name="taken")
     assert taken.value.code == "already_exists"

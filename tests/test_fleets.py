@@ -74,7 +74,7 @@ def test_names_are_unique_per_org(client, server, other_org):
     with pytest.raises(BadRequest) as duplicate:
         client.fleets.create("Support")
     assert duplicate.value.code == "already_exists"
-    assert duplicate.value.details[0]["field"] == "name"
+    assert duplicate.value.details[0].field == "name"
     other = client.fleets.create("Ops")
     with pytest.raises(BadRequest) as rename:
         client.fleets.update(other.id, name="Support")
@@ -125,7 +125,7 @@ def test_another_orgs_environments_are_refused(client, server, other_org, db):
     before = (count_rows(db, "fleets"), count_rows(db, "fleet_environments"))
     with pytest.raises(BadRequest) as error:
         client.fleets.create("Support", environment_ids=[foreign_env])
-    assert error.value.details[0]["field"] == "environmentIds"
+    assert error.value.details[0].field == "environmentIds"
     assert foreign_env in error.value.message
     assert (count_rows(db, "fleets"), count_rows(db, "fleet_environments")) == before
     fleet = client.fleets.create("Support")

@@ -200,7 +200,7 @@ def test_model_id_overrides_the_default_and_is_needed_without_one(client, fake_l
     bare = connection(client, fake_llm, "openai", models=[], base_url=f"{fake_llm.url}/v1")
     with pytest.raises(BadRequest) as error:
         client.policies.generate(INSTRUCTIONS, provider_id=bare)
-    assert error.value.details[0]["field"] == "modelId"
+    assert error.value.details[0].field == "modelId"
 
 
 @pytest.mark.parametrize(
@@ -282,7 +282,12 @@ def test_save_a_draft_as_a_policy(client):
         1,
     )
     assert policy.drafted_with == "builtin-template"
-    assert [(v.version, v.rule_text) for v in policy.versions] == [(1, draft.rule_text)]
+    # Saved as a warning though drafted as an error: the header line says so.
+    saved_text = draft.rule_text.replace(
+        "Severity: error (a violation blocks the action)",
+        "Severity: warning (a violation is reported; the action goes ahead)",
+    )
+    assert [(v.version, v.rule_text) for v in policy.versions] == [(1, saved_text)]
     assert client.policies.get(policy.id) == policy
 
 
@@ -301,6 +306,53 @@ def test_edits_keep_previous_texts_as_versions(client):
     assert reclassified.version == 3
     assert (reclassified.versions[0].severity, reclassified.versions[1].severity) == ("warning", "error")
     assert client.policies.get(policy.id).versions == reclassified.versions
+
+
+def test_a_rename_or_reclassification_follows_into_the_drafted_header_lines(client):
+    draft = client.policies.generate(INSTRUCTIONS, category="quality")
+    policy = client.policies.create(draft.name, draft.rule_text, category="quality")
+    assert f"Title: {draft.name}\nCategory: quality · Severity: error (" in policy.rule_text
+    renamed = client.policies.update(policy.id, name="No PII in logs", severity="warning")
+    assert renamed.version == 2
+    assert "Title: No PII in logs\nCategory: quality · Severity: warning (" in renamed.rule_text
+    assert draft.name not in renamed.rule_text
+    assert renamed.rule_text.split("\n")[2:] == policy.rule_text.split("\n")[2:]  # the rest untouched
+    assert renamed.versions[1].rule_text == policy.rule_text  # the old text stays in its version
+    # Lines the author rewrote are theirs: a rename leaves them as they are.
+    rewritten = renamed.rule_text.replace("Title: No PII in logs", "Title: Personal data stays out of logs")
+    client.policies.update(policy.id, rule_text=rewritten)
+    again = client.policies.update(policy.id, name="PII")
+    assert "Title: Personal data stays out of logs" in again.rule_text
+    # Both sent at once: the new text's title line follows the new name when it kept the old one.
+    both = client.policies.update(policy.id, name="Logs", rule_text="Title: PII\n1. MUST NOT log PII.")
+    assert both.rule_text == "Title: Logs\n1. MUST NOT log PII."
+
+
+def test_a_draft_saved_under_another_name_or_class_states_them_in_its_header_lines(client):
+    draft = client.policies.generate(INSTRUCTIONS)  # drafted as security, error
+    policy = client.policies.create(
+        "Personal data stays out of logs", draft.rule_text, category="compliance", severity="warning"
+    )
+    assert policy.rule_text.startswith(
+        "Title: Personal data stays out of logs\nCategory: compliance · Severity: warning ("
+    )
+    assert policy.rule_text.split("\n")[2:] == draft.rule_text.split("\n")[2:]
+    # Text without those lines is saved as written.
+    plain_rule = client.policies.create("Plain", "1. MUST be plain.", severity="warning")
+    assert plain_rule.rule_text == "1. MUST be plain."
+
+
+def test_search_finds_policies_by_part_of_the_name_in_any_case(client, http, org):
+    for name in ("Customer PII", "Outbound TLS", "PII in prompts", "100% coverage"):
+        client.policies.create(name, "1. MUST hold.")
+    assert [p.name for p in client.policies.list(search="pii").items] == ["PII in prompts", "Customer PII"]
+    assert [p.name for p in client.policies.list(search="  tls ").items] == ["Outbound TLS"]
+    assert [p.name for p in client.policies.list(search="%").items] == ["100% coverage"]  # not a wildcard
+    assert client.policies.list(search="pii", category="identity").total == 0
+    too_long = http.get(
+        "governance/policies", params={"orgSlug": org.slug, "search": "x" * 201}, headers=org.headers
+    )
+    assert too_long.status_code == 400 and too_long.json()["details"][0]["field"] == "search"
 
 
 def test_names_are_unique_and_failures_write_nothing(client, db, http, org):

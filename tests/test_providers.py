@@ -172,7 +172,7 @@ def test_update_refuses_null_and_a_keyless_hosted_provider(client, http, org):
     provider = client.providers.create("OpenAI", "openai", api_key=API_KEY, default_model="gpt-4o")
     with pytest.raises(BadRequest) as error:
         client.providers.update(provider.id, remove_api_key=True)
-    assert error.value.details[0]["field"] == "apiKey"
+    assert error.value.details[0].field == "apiKey"
     answer = http.patch(
         f"providers/{provider.id}", headers=org.headers, json={"orgSlug": org.slug, "name": None}
     )
@@ -421,7 +421,7 @@ def test_a_stored_key_never_follows_the_connection_to_another_host(client, fake_
     provider_id = compatible(client, fake_llm)
     with pytest.raises(BadRequest) as error:
         client.providers.update(provider_id, base_url="https://collector.example.com/v1")
-    assert error.value.details[0]["field"] == "apiKey"
+    assert error.value.details[0].field == "apiKey"
     assert client.providers.get(provider_id).base_url == f"{fake_llm.url}/v1"
     same_host = client.providers.update(provider_id, base_url=f"{fake_llm.url}/openai/v1")
     assert same_host.base_url == f"{fake_llm.url}/openai/v1"

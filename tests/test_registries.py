@@ -51,7 +51,7 @@ def test_duplicate_registry_name_is_already_exists(client):
     with pytest.raises(BadRequest) as error:
         client.registries.create("dup")
     assert error.value.code == "already_exists"
-    assert error.value.details[0]["field"] == "name"
+    assert error.value.details[0].field == "name"
 
 
 def test_publish_numbers_versions_and_returns_hash_and_variables(client, ref):
@@ -91,7 +91,7 @@ def test_no_request_can_change_a_published_version(client, ref, http, org):
     with pytest.raises(BadRequest) as error:
         client.registries.publish(ref, "p", "changed", version="2.0.0")
     assert error.value.code == "version_exists"
-    assert error.value.details[0]["field"] == "version"
+    assert error.value.details[0].field == "version"
     attempts = [
         (
             "PUT",
@@ -150,11 +150,11 @@ def test_latest_cannot_be_moved_or_given(client, ref, db):
     client.registries.publish(ref, "p", "v2")
     with pytest.raises(BadRequest) as moved:
         client.registries.move_label(ref, "p", "latest", "1")
-    assert moved.value.details[0]["field"] == "label"
+    assert moved.value.details[0].field == "label"
     before = table_counts(db)
     with pytest.raises(BadRequest) as given:
         client.registries.publish(ref, "p", "v3", labels=["latest"])
-    assert given.value.details[0]["field"] == "labels"
+    assert given.value.details[0].field == "labels"
     assert table_counts(db) == before
 
 
@@ -162,15 +162,15 @@ def test_unknown_names_are_not_found(client, ref):
     client.registries.publish(ref, "p", "v1")
     with pytest.raises(NotFound) as no_version:
         client.registries.retrieve(ref, "p", version="7")
-    assert no_version.value.details[0]["field"] == "version"
+    assert no_version.value.details[0].field == "version"
     with pytest.raises(NotFound) as no_artifact:
         client.registries.retrieve(ref, "nope")
-    assert no_artifact.value.details[0]["field"] == "name"
+    assert no_artifact.value.details[0].field == "name"
     with pytest.raises(NotFound):
         client.registries.move_label(ref, "p", "production", "9.9.9")
     with pytest.raises(NotFound) as no_registry:
         client.registries.artifacts(ref + "-missing")
-    assert no_registry.value.details[0]["field"] == "registryRef"
+    assert no_registry.value.details[0].field == "registryRef"
 
 
 def test_soft_delete_hides_and_restore_brings_back_every_row(client, ref, db):

@@ -290,7 +290,7 @@ def test_org_isolation(client, server, http, org, other_org, db):
         assert deleted.status_code == 404
         with pytest.raises(BadRequest) as error:
             client.environments.secrets.set("MINE", "x", environment_id=their_environment.id)
-        assert error.value.details[0]["field"] == "environmentId"
+        assert error.value.details[0].field == "environmentId"
         listed = http.get(
             "environments/secrets",
             params={**query, "environmentId": their_environment.id},

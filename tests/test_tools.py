@@ -60,7 +60,7 @@ def test_duplicate_tool_key_is_already_exists(client, db):
     with pytest.raises(BadRequest) as error:
         client.tools.create("Refund again", "stripe.refund")
     assert error.value.code == "already_exists"
-    assert error.value.details[0]["field"] == "toolKey"
+    assert error.value.details[0].field == "toolKey"
     assert count_rows(db, "tools") == before
 
 
@@ -264,7 +264,7 @@ def test_records_are_isolated_between_organizations(client, server, http, org, o
         # Their own environment names only: ours does not exist for them.
         with pytest.raises(BadRequest) as error:
             other.tool_deployments.record(**deployment())
-        assert error.value.details[0]["field"] == "environment"
+        assert error.value.details[0].field == "environment"
     query = {"orgSlug": org.slug}
     assert (
         http.get("agents/tool-deployment-records", params=query, headers=other_org.headers).status_code == 403

@@ -43,7 +43,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
-from sqlalchemy.orm import Session
+from sqlalchemy.orm import Session, aliased
 from sqlalchemy.sql.elements import ColumnElement
 
 from api.deployments import (
@@ -566,13 +566,19 @@ def metrics(
         else:
             restored[environment, first] = median
 
+    # Frequencies count the days since the first deployment, not the days of the range before it.
+    began = _first_days(session, org_id, environment_id)
+    counted_from = {key: max(start, day) for key, day in began.items()}
+    counted_from[None] = max(start, min(began.values())) if began else start
+
     def figures(environment: str | None, first: date | None) -> dict[str, Any]:
-        days = (end - start).days + 1 if first is None else _days_within(first, period, start, end)
+        since = counted_from.get(environment, start)
+        days = (end - since).days + 1 if first is None else _days_within(first, period, since, end)
         count, failures, median = ended.get((environment, first), (0, 0, None))
         return {
             "deployments": count,
             "failures": failures,
-            "deployments_per_day": round(count / days, 4),
+            "deployments_per_day": round(count / days, 4) if days > 0 else None,
             "change_failure_rate": round(failures / count, 4) if count else None,
             "median_duration_seconds": _seconds(median),
             "median_time_to_restore_seconds": _seconds(restored.get((environment, first))),
@@ -583,12 +589,14 @@ def metrics(
         period=period,
         start=start,
         end=end,
+        counted_from=counted_from[None],
         totals=figures(None, None),
         periods=[MetricsPoint(period_start=first, **figures(None, first)) for first in firsts],
         environments=[
             EnvironmentMetrics(
                 environment_id=environment["id"],
                 environment_name=environment["name"],
+                counted_from=counted_from.get(environment["id"], start),
                 periods=[
                     MetricsPoint(period_start=first, **figures(environment["id"], first)) for first in firsts
                 ],
@@ -597,6 +605,27 @@ def metrics(
             for environment in environments
         ],
     )
+
+
+def _first_days(session: Session, org_id: str, environment_id: str | None) -> dict[str, date]:
+    """The UTC day of each environment's first ended job, read from its first month row (one
+    primary-key seek per environment, however many jobs there are)."""
+    model, earlier = DeploymentMonthRollup, aliased(DeploymentMonthRollup)
+    first_month = (
+        select(func.min(earlier.month))
+        .where(earlier.org_id == model.org_id, earlier.environment_id == model.environment_id)
+        .scalar_subquery()
+    )
+    query = select(model.environment_id, model.month, model.jobs).where(
+        model.org_id == org_id, model.month == first_month
+    )
+    if environment_id is not None:
+        query = query.where(model.environment_id == environment_id)
+    days = {}
+    for environment, month, jobs in session.execute(query):
+        counts = json.loads(jobs)
+        days[environment] = month + timedelta(days=next((i for i, count in enumerate(counts) if count), 0))
+    return days
 
 
 def _seconds(value: float | None) -> float | None:

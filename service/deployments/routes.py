@@ -81,7 +81,12 @@ def preview_deployment(body: DeploymentRequest, caller: Viewer, session: DbSessi
         for plan in planned
     ]
     has_changes = any(agent.status != "unchanged" for agent in agents)
-    return DeploymentPreview(environment_id=environment.id, has_changes=has_changes, agents=agents)
+    return DeploymentPreview(
+        environment_id=environment.id,
+        has_changes=has_changes,
+        agents=agents,
+        warnings=service.preview_warnings(session, environment),
+    )
 
 
 @router.post("/agents/deployments", response_model=DeploymentJob)
@@ -130,10 +135,17 @@ def list_jobs(
     session: DbSession,
     environment_id: Annotated[str | None, Query(alias="environmentId", min_length=1, max_length=40)] = None,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
+    start: Annotated[
+        date | None, Query(description="Created from this UTC day (YYYY-MM-DD), inclusive.")
+    ] = None,
+    end: Annotated[
+        date | None, Query(description="Created up to this UTC day (YYYY-MM-DD), inclusive.")
+    ] = None,
     limit: JobLimitQuery = float(DEFAULT_JOB_PAGE_SIZE),
     cursor: Annotated[str | None, Query(max_length=40, description="A page's nextCursor.")] = None,
 ) -> Response:
-    """Deployment jobs, newest first."""
+    """Deployment jobs, newest first; `start` and `end` keep those created on those UTC days (the
+    days the heatmaps count them on)."""
     if not limit.is_integer():
         raise InvalidInput(f"limit must be a whole number (got {limit})", field="limit")
     jobs, next_cursor = service.list_jobs(
@@ -141,6 +153,8 @@ def list_jobs(
         org_id=caller.org_id_for(org_slug),
         environment_id=environment_id,
         statuses=service.parse_statuses(status),
+        start=start,
+        end=end,
         limit=int(limit),
         cursor=cursor,
     )

@@ -7,15 +7,17 @@ import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from sqlalchemy import Integer, Select, and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
-from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange
+from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange, PreviewWarning
 from service.agents.models import Agent, AgentVersion
 from service.crypto import Cipher, reencrypt_column
+from service.db import utcnow
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
@@ -95,15 +97,29 @@ def plan_deployment(
     return environment, planned
 
 
+def preview_warnings(session: Session, environment: Environment) -> list[PreviewWarning]:
+    """What would stop the previewed deployment from being made, said before anyone tries."""
+    missing_key = _missing_signing_key(session, environment)
+    return [missing_key] if missing_key is not None else []
+
+
+def _missing_signing_key(session: Session, environment: Environment) -> PreviewWarning | None:
+    if environment.target != "webhook" or session.get(DeploymentSigningKey, environment.id) is not None:
+        return None
+    return PreviewWarning(
+        code="signing_key_missing",
+        message=f"Environment '{environment.name}' is a webhook target without a signing key, so "
+        "deployments to it are refused: create one with POST /agents/deployments/signing-key and "
+        "configure the receiver with it",
+    )
+
+
 def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> DeploymentJob:
     """A pending job deploying the request's agents; a worker picks it up."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
-    if environment.target == "webhook" and session.get(DeploymentSigningKey, environment.id) is None:
-        raise InvalidInput(
-            f"Environment '{environment.name}' is a webhook target without a signing key; create one "
-            "with POST /agents/deployments/signing-key and configure the receiver with it",
-            field="environmentId",
-        )
+    missing_key = _missing_signing_key(session, environment)
+    if missing_key is not None:
+        raise InvalidInput(missing_key.message, field="environmentId", code=missing_key.code)
     job = DeploymentJob(
         org_id=org_id,
         environment_id=environment.id,
@@ -164,18 +180,31 @@ def list_jobs(
     org_id: str,
     environment_id: str | None,
     statuses: Sequence[str],
+    start: date | None,
+    end: date | None,
     limit: int,
     cursor: str | None,
 ) -> tuple[list[dict[str, Any]], str | None]:
     """Jobs newest first (ids are time-ordered) as plain records with each agent's result, and the
-    cursor of the next page if there is one. Two queries of plain rows: a page of entities with their
-    agents' resolved configs would cost several times as much, for configs a listing never shows."""
+    cursor of the next page if there is one; `start` and `end` are inclusive UTC days of creation.
+    Two queries of plain rows: a page of entities with their agents' resolved configs would cost
+    several times as much, for configs a listing never shows."""
+    if start is not None and end is not None and end < start:
+        raise InvalidInput(f"end ({end}) is before start ({start})", field="end")
     if cursor is not None and not is_id(cursor, "job"):
         raise InvalidCursor
     query = _jobs_statement(
-        by_environment=environment_id is not None, by_status=bool(statuses), after=cursor is not None
+        by_environment=environment_id is not None,
+        by_status=bool(statuses),
+        since=start is not None,
+        until=end is not None,
+        after=cursor is not None,
     )
     values = {"org_id": org_id, "environment_id": environment_id, "statuses": list(statuses)}
+    if start is not None:
+        values["since"] = datetime.combine(start, time.min, tzinfo=UTC)
+    if end is not None:
+        values["until"] = datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
     rows = session.execute(query, values | {"cursor": cursor, "limit": limit + 1}).all()
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
     jobs = [{**row._mapping, "agents": []} for row in rows[:limit]]
@@ -187,14 +216,21 @@ def list_jobs(
 
 
 @functools.cache
-def _jobs_statement(*, by_environment: bool, by_status: bool, after: bool) -> Select[Any]:
-    """A page of jobs, over the parameters org_id, environment_id, statuses, cursor and limit.
-    Built once per shape: building and keying it would cost as much as running it."""
+def _jobs_statement(
+    *, by_environment: bool, by_status: bool, since: bool, until: bool, after: bool
+) -> Select[Any]:
+    """A page of jobs, over the parameters org_id, environment_id, statuses, since, until, cursor
+    and limit. Built once per shape: building and keying it would cost as much as running it."""
     query = select(*LISTED_JOB_COLUMNS).where(DeploymentJob.org_id == bindparam("org_id"))
     if by_environment:
         query = query.where(DeploymentJob.environment_id == bindparam("environment_id"))
     if by_status:
         query = query.where(DeploymentJob.status.in_(bindparam("statuses", expanding=True)))
+    # A range of creation is read from the (org, [environment,] created_at, id) indexes.
+    if since:
+        query = query.where(DeploymentJob.created_at >= bindparam("since"))
+    if until:
+        query = query.where(DeploymentJob.created_at < bindparam("until"))
     if after:
         query = query.where(DeploymentJob.id < bindparam("cursor"))
     return query.order_by(DeploymentJob.id.desc()).limit(bindparam("limit", type_=Integer))
@@ -244,6 +280,7 @@ def create_signing_key(
         key = DeploymentSigningKey(environment_id=environment.id, org_id=org_id, ciphertext="")
         session.add(key)
     key.ciphertext = cipher.encrypt(value)
+    key.created_at = utcnow()  # a replaced key is a new key
     session.flush()
     return key, value
 

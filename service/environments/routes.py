@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from fastapi import APIRouter, Query
@@ -92,9 +93,11 @@ def list_environments(body: ListEnvironments, caller: Viewer, session: DbSession
         limit=body.limit,
         offset=body.offset,
     )
-    last = service.last_deployments(session, environment_ids=[e.id for e in environments])
+    ids = [e.id for e in environments]
+    last = service.last_deployments(session, environment_ids=ids)
+    keys = service.signing_key_dates(session, environment_ids=ids)
     return Page[Environment](
-        items=[_environment(e, last.get(e.id)) for e in environments],
+        items=[_environment(e, last.get(e.id), keys.get(e.id)) for e in environments],
         limit=body.limit,
         offset=body.offset,
         total=total,
@@ -108,7 +111,7 @@ def get_environment(
     environment = service.get_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
     )
-    return _with_last_deployment(session, environment)
+    return _one(session, environment)
 
 
 @router.patch("/{environment_id}", response_model=Environment)
@@ -122,7 +125,7 @@ def update_environment(
         environment_id=environment_id,
         changes=body.model_dump(exclude={"org_slug"}, exclude_unset=True, by_alias=False),
     )
-    return _with_last_deployment(session, environment)
+    return _one(session, environment)
 
 
 @router.delete("/{environment_id}", response_model=Environment)
@@ -137,13 +140,19 @@ def delete_environment(
     return Environment.model_validate(environment)
 
 
-def _with_last_deployment(session: Session, environment: EnvironmentRow) -> Environment:
+def _one(session: Session, environment: EnvironmentRow) -> Environment:
+    """One environment as answers show it, with its newest job and signing key date."""
     last = service.last_deployments(session, environment_ids=[environment.id])
-    return _environment(environment, last.get(environment.id))
+    keys = service.signing_key_dates(session, environment_ids=[environment.id])
+    return _environment(environment, last.get(environment.id), keys.get(environment.id))
 
 
-def _environment(environment: EnvironmentRow, last: Row[Any] | None) -> Environment:
-    """The wire record with its newest job, which the caller fetched (for a whole page at once)."""
+def _environment(
+    environment: EnvironmentRow, last: Row[Any] | None, signing_key_created_at: datetime | None
+) -> Environment:
+    """The wire record with its newest job and signing key date, which the caller fetched (for a
+    whole page at once)."""
     record = Environment.model_validate(environment)
     record.last_deployment = LastDeployment.model_validate(last) if last is not None else None
+    record.signing_key_created_at = signing_key_created_at
     return record

@@ -7,6 +7,7 @@ A secret's value goes into the cipher on the way in and comes out only through
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy import Row, func, or_, select
@@ -15,7 +16,7 @@ from sqlalchemy.orm import Session
 from service.agents.models import Agent
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
-from service.deployments.models import AgentDeployment, DeploymentJob
+from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentSigningKey
 from service.environments.models import Environment, Secret
 from service.errors import AlreadyExists, InvalidInput, NotFound
 
@@ -109,6 +110,15 @@ def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dic
         DeploymentJob.finished_at,
     ).where(DeploymentJob.id.in_(select(newest).where(Environment.id.in_(environment_ids))))
     return {row.environment_id: row for row in session.execute(query)}
+
+
+def signing_key_dates(session: Session, *, environment_ids: Sequence[str]) -> dict[str, datetime]:
+    """When each environment that has a webhook signing key got it (by primary key: one seek each)."""
+    if not environment_ids:
+        return {}
+    key = DeploymentSigningKey
+    query = select(key.environment_id, key.created_at).where(key.environment_id.in_(environment_ids))
+    return {environment_id: created_at for environment_id, created_at in session.execute(query)}
 
 
 def delete_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:

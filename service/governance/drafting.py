@@ -72,6 +72,10 @@ _LEADING_NO = re.compile(r"^no\s+", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|\n+")
 _BULLET = re.compile(r"^\s*(?:[-*•]|\d+[.)])\s*")
 _TITLE_LINE = re.compile(r"^[ \t]*title[ \t]*:[ \t]*(\S.*)$", re.IGNORECASE | re.MULTILINE)
+_HEADER_LINE = re.compile(
+    r"^category:[ \t]*(?P<category>\w+)[ \t]*·[ \t]*severity:[ \t]*(?P<severity>\w+)\b.*$",
+    re.IGNORECASE | re.MULTILINE,
+)
 
 
 def drafting_prompt(request: GeneratePolicyPrompt) -> str:
@@ -112,6 +116,36 @@ def title_of(rule_text: str, request: GeneratePolicyPrompt) -> str:
         return request.name
     found = _TITLE_LINE.search(rule_text)
     return found.group(1).strip()[:200] if found else derived_title(request.instructions)
+
+
+def headed(rule_text: str, fields: dict[str, str]) -> str:
+    """The rule text with its Title line and its Category · Severity line, if it has them, stating
+    `fields` (name, category, severity): a draft saved under another name or class than it was
+    drafted with must not keep the draft's."""
+    title = _TITLE_LINE.search(rule_text)
+    header = _HEADER_LINE.search(rule_text)
+    written = {
+        "name": title.group(1).strip() if title else fields["name"],
+        "category": header["category"] if header else fields["category"],
+        "severity": header["severity"] if header else fields["severity"],
+    }
+    return restated(rule_text, written, fields)
+
+
+def restated(rule_text: str, before: dict[str, str], after: dict[str, str]) -> str:
+    """The rule text with its Title line and its Category · Severity line following a change of
+    name, category or severity, where they still read what they were: a rename must not leave the
+    old title in the text. Lines the author rewrote by hand are theirs and stay."""
+    title = _TITLE_LINE.search(rule_text)
+    if title and title.group(1).strip() == before["name"] and after["name"] != before["name"]:
+        rule_text = rule_text[: title.start(1)] + after["name"] + rule_text[title.end(1) :]
+    header = _HEADER_LINE.search(rule_text)
+    classes = ("category", "severity")
+    read_before = header and all(header[field] == before[field] for field in classes)
+    if read_before and any(after[field] != before[field] for field in classes):
+        line = f"Category: {after['category']} · Severity: {SEVERITY_MEANING[after['severity']]}"
+        rule_text = rule_text[: header.start()] + line + rule_text[header.end() :]
+    return rule_text
 
 
 def derived_title(instructions: str) -> str:

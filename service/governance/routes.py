@@ -66,15 +66,18 @@ def list_policies(
     session: DbSession,
     category: Annotated[Category | None, Query()] = None,
     severity: Annotated[Severity | None, Query()] = None,
+    search: Annotated[str | None, Query(max_length=200, description="Part of the name, in any case.")] = None,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[Policy]:
-    """The organization's policies, newest first, optionally of one category and severity."""
+    """The organization's policies, newest first, optionally of one category and severity or with
+    a name holding `search`."""
     policies, total = service.list_policies(
         session,
         org_id=caller.org_id_for(org_slug),
         category=category,
         severity=severity,
+        search=search.strip() if search else None,
         limit=limit,
         offset=offset,
     )

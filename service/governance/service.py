@@ -24,6 +24,8 @@ from service.governance.drafting import (
     SYSTEM_PROMPT,
     builtin_draft,
     drafting_prompt,
+    headed,
+    restated,
     title_of,
 )
 from service.governance.models import Policy, PolicyVersion
@@ -97,13 +99,14 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
 
 def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> Policy:
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
+    fields = {"name": request.name, "category": request.category, "severity": request.severity}
     policy = Policy(
         org_id=org_id,
         name=request.name,
         description=request.description,
         category=request.category,
         severity=request.severity,
-        rule_text=request.rule_text,
+        rule_text=headed(request.rule_text, fields),
         drafted_with=request.drafted_with,
         version=1,
     )
@@ -119,15 +122,19 @@ def list_policies(
     org_id: str,
     category: str | None,
     severity: str | None,
+    search: str | None,
     limit: int,
     offset: int,
 ) -> tuple[list[Policy], int]:
-    """One page of the organization's policies, newest first, and how many match in all."""
+    """One page of the organization's policies, newest first, and how many match in all; `search`
+    keeps those whose name holds it, in any case."""
     conditions = [Policy.org_id == org_id]
     if category is not None:
         conditions.append(Policy.category == category)
     if severity is not None:
         conditions.append(Policy.severity == severity)
+    if search:
+        conditions.append(func.lower(Policy.name).contains(search.lower(), autoescape=True))
     total = session.scalar(select(func.count()).select_from(Policy).where(*conditions)) or 0
     query = select(Policy).where(*conditions).order_by(Policy.created_at.desc(), Policy.id.desc())
     return list(session.scalars(query.limit(limit).offset(offset))), total
@@ -157,6 +164,11 @@ def update_policy(session: Session, *, org_id: str, policy_id: str, request: Upd
         return policy
     if "name" in changes:
         _refuse_duplicate_name(session, org_id=org_id, name=changes["name"])
+    before = {field: getattr(policy, field) for field in ("name", "category", "severity")}
+    after = before | {field: value for field, value in changes.items() if field in before}
+    text = restated(changes.get("rule_text", policy.rule_text), before, after)
+    if text != policy.rule_text:
+        changes["rule_text"] = text
     for field, value in changes.items():
         setattr(policy, field, value)
     policy.version += 1

@@ -1,7 +1,8 @@
 """Browser tests: `streamlit run app.py` in a subprocess, driven by headless Chromium.
 
-One console process per test session (started on first use). Screenshots go to
-ORGDECK_SCREENSHOT_DIR when set (the README's tour is made this way), else to a temporary folder.
+One console process per test session (started on first use). Screenshots, at 1440 and 1024 px
+wide, are kept in test-artifacts/screenshots (git-ignored); with ORGDECK_SCREENSHOT_DIR set they
+are also written there for the README's tour (`name.png` at 1440 px, `name-1024.png`).
 """
 
 from __future__ import annotations
@@ -78,14 +79,6 @@ def page(browser):
     context.close()
 
 
-@pytest.fixture(scope="session")
-def screenshot_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    configured = os.environ.get("ORGDECK_SCREENSHOT_DIR")
-    folder = Path(configured) if configured else tmp_path_factory.mktemp("screenshots")
-    folder.mkdir(parents=True, exist_ok=True)
-    return folder
-
-
 def open_page(page, console_url: str, path: str, *wait_for: str) -> None:
     """Open a console page and wait until every given text is on screen."""
     page.goto(f"{console_url}/{path}")
@@ -111,3 +104,107 @@ def grid_cells(page, timeout_ms: int = 30_000) -> list[str]:
         previous = current
         page.wait_for_timeout(250)
     return previous
+
+
+ARTIFACTS = ROOT / "test-artifacts" / "screenshots"
+WIDE, NARROW = 1440, 1024
+ROW_HEIGHT = 35  # of a dataframe's header and rows, in px
+
+
+def settle(page, timeout_ms: int = 60_000) -> None:
+    """Until the page has stopped running and has drawn what it draws late: no element left from
+    the previous run, no placeholder of a table or a code block, no chart without its plot."""
+    pending = (
+        "[data-stale=true], [data-testid=stSkeleton], [data-testid=stStatusWidget], "
+        "[data-testid=stPlotlyChart]:not(:has(.js-plotly-plot))"
+    )
+    quiet = 0
+    for _ in range(timeout_ms // 200):
+        quiet = quiet + 1 if page.locator(pending).count() == 0 else 0
+        if quiet >= 3:
+            return
+        page.wait_for_timeout(200)
+    raise AssertionError(f"the page did not settle in {timeout_ms} ms")
+
+
+def assert_no_exception(page) -> None:
+    """No traceback, and no call to the service that failed."""
+    settle(page)
+    exceptions = page.locator("[data-testid=stException]")
+    assert exceptions.count() == 0, exceptions.first.inner_text()
+    failures = page.locator("[data-testid=stAlert]", has_text="Could not")
+    assert failures.count() == 0, failures.first.inner_text()
+
+
+def go(page, label: str) -> None:
+    """To another page through the sidebar menu, as a person moves."""
+    page.locator("[data-testid=stSidebar]").get_by_role("link", name=label).click()
+    settle(page)
+
+
+def click_row(page, table, text: str) -> None:
+    """Select the row of a dataframe holding `text`, as a click on its row does.
+
+    The grid is drawn on a canvas; its accessible copy in the DOM says which row holds the text.
+    """
+    table.locator("[role=gridcell]").first.wait_for(state="attached", timeout=30_000)
+    rows = table.locator("[role=row]")
+    for i in range(rows.count()):
+        if text in (rows.nth(i).text_content() or ""):
+            index = int(rows.nth(i).get_attribute("aria-rowindex"))
+            table.scroll_into_view_if_needed()
+            box = table.bounding_box()
+            assert box is not None
+            page.mouse.click(box["x"] + 16, box["y"] + (index - 0.5) * ROW_HEIGHT)
+            settle(page)
+            return
+    raise AssertionError(f"no row holds {text!r}")
+
+
+def shoot(page, name: str, *, widths: tuple[int, ...] = (WIDE, NARROW)) -> list[Path]:
+    """The whole page at each width, kept as test artifacts (and for the README when configured)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    configured = os.environ.get("ORGDECK_SCREENSHOT_DIR")
+    made = []
+    for width in widths:
+        page.set_viewport_size({"width": width, "height": 900})
+        settle(page)
+        # The console scrolls inside its main element: a window as tall as that shows it all.
+        height = page.locator("[data-testid=stMain]").evaluate("main => main.scrollHeight")
+        page.set_viewport_size({"width": width, "height": min(max(height, 900), 6000)})
+        settle(page)
+        page.wait_for_timeout(700)  # charts lay themselves out again at the new size
+        path = ARTIFACTS / f"{name}-{width}.png"
+        page.screenshot(path=str(path))
+        assert path.stat().st_size > 10_000, f"{path} is nearly empty"
+        if configured:
+            folder = Path(configured)
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(path, folder / (f"{name}.png" if width == WIDE else f"{name}-{width}.png"))
+        made.append(path)
+    page.set_viewport_size({"width": WIDE, "height": 900})
+    settle(page)
+    return made
+
+
+def choose(scope, label: str, option: str) -> None:
+    """Pick `option` in the select box or multiselect labelled `label` within `scope`."""
+    page = scope.page
+    # A field typed into just before commits, and reruns the page, when it loses the focus: let it
+    # do so now rather than while the list of options is open.
+    page.evaluate("document.activeElement && document.activeElement.blur()")
+    settle(page)
+    box = scope.locator("[data-testid=stSelectbox], [data-testid=stMultiSelect]").filter(
+        has=page.get_by_text(label, exact=True)
+    )
+    # Scrolled to before the click: a list of options opened and then scrolled away closes again.
+    box.first.scroll_into_view_if_needed()
+    box.first.locator("input").first.click()
+    page.get_by_role("option", name=option, exact=True).first.click()
+    page.keyboard.press("Escape")  # a multiselect stays open for more
+    settle(page)
+
+
+def form_with(page, button: str):
+    """The form whose submit button reads `button`."""
+    return page.locator("[data-testid=stForm]").filter(has=page.get_by_role("button", name=button))

@@ -10,8 +10,8 @@ from tests.browser.conftest import grid_cells, open_page
 pytestmark = pytest.mark.browser
 
 
-def test_environments_page_shows_targets_and_secrets_without_values(page, console_url, screenshot_dir):
-    open_page(page, console_url, "environments", "Environment details", "Organization-wide secrets")
+def test_environments_page_shows_targets_and_secrets_without_values(page, console_url):
+    open_page(page, console_url, "environments", "Select an environment", "Organization-wide secrets")
     cells = grid_cells(page)
     assert set(DEMO_ENVIRONMENTS) <= set(cells)
     assert "builtin" in cells
@@ -20,14 +20,10 @@ def test_environments_page_shows_targets_and_secrets_without_values(page, consol
     for value in ORG_WIDE_SECRETS.values():
         assert value not in content
     assert page.locator("input[type=password]").count() >= 2  # the environment's and the org-wide form
-    page.screenshot(path=str(screenshot_dir / "environments.png"), full_page=True)
-    assert (screenshot_dir / "environments.png").stat().st_size > 10_000
 
 
-def test_tools_page_shows_the_catalogue_and_the_version_matrix(page, console_url, screenshot_dir):
+def test_tools_page_shows_the_catalogue_and_the_version_matrix(page, console_url):
     open_page(page, console_url, "tools", "Deployments", "Green: the highest version")
     cells = grid_cells(page)
     assert {"stripe.refund", "zendesk.search_tickets", "eu-production"} <= set(cells)
     page.locator(".js-plotly-plot").first.wait_for(timeout=30_000)
-    page.screenshot(path=str(screenshot_dir / "tools.png"), full_page=True)
-    assert (screenshot_dir / "tools.png").stat().st_size > 10_000

@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from service.governance.demo import DEMO_POLICIES, EXAMPLE_PROVIDER
-from tests.browser.conftest import grid_cells, open_page
+from tests.browser.conftest import grid_cells, open_page, shoot
 
 pytestmark = pytest.mark.browser
 
 
-def test_draft_a_policy_with_the_builtin_drafter(page, console_url, screenshot_dir):
+def test_draft_a_policy_with_the_builtin_drafter(page, console_url):
     open_page(page, console_url, "governance", "Draft a policy", "Policies")
     assert {name for name, *_ in DEMO_POLICIES} <= set(grid_cells(page))
     page.get_by_role("textbox", name="Instructions").fill(
@@ -23,17 +23,14 @@ def test_draft_a_policy_with_the_builtin_drafter(page, console_url, screenshot_d
     assert "1. MUST NOT send customer emails to third-party tools." in rule_text
     assert "3. MUST escalate refunds above 500 EUR to a person." in rule_text
     assert (
-        page.get_by_role("textbox", name="Policy name").input_value()
+        page.get_by_role("textbox", name="Policy name").first.input_value()
         == "Do not send customer emails to third-party tools"
     )
-    page.screenshot(path=str(screenshot_dir / "governance-draft.png"), full_page=True)
-    assert (screenshot_dir / "governance-draft.png").stat().st_size > 10_000
+    shoot(page, "governance-draft")
 
 
-def test_providers_page_lists_the_example_connection(page, console_url, screenshot_dir):
+def test_providers_page_lists_the_example_connection(page, console_url):
     open_page(page, console_url, "providers", "System models", "Test connection")
     cells = grid_cells(page)
     assert EXAMPLE_PROVIDER in cells
     assert "builtin-template" in cells
-    page.screenshot(path=str(screenshot_dir / "providers.png"), full_page=True)
-    assert (screenshot_dir / "providers.png").stat().st_size > 10_000

@@ -11,13 +11,12 @@ from service.db import Database
 from service.notifications.demo import DEMO_CHANNELS
 from service.notifications.models import Delivery
 from service.orgs.models import Organization
-from tests.browser.conftest import grid_cells, open_page
+from tests.browser.conftest import grid_cells, open_page, shoot
 
 pytestmark = pytest.mark.browser
 
 
-def test_notifications_page_shows_the_log_with_charts(page, console_url, screenshot_dir):
-    page.set_viewport_size({"width": 1440, "height": 1400})  # the console scrolls inside; show the log too
+def test_notifications_page_shows_the_log_with_charts(page, console_url):
     open_page(page, console_url, "notifications", "Failure rate per channel", "Delivery log")
     charts = page.locator("[data-testid=stPlotlyChart] .js-plotly-plot")
     charts.nth(1).wait_for(timeout=30_000)
@@ -30,11 +29,9 @@ def test_notifications_page_shows_the_log_with_charts(page, console_url, screens
     # Newest first: the month's history, or live deliveries failing against the demo's dead address.
     assert {"sent", "failed"} & set(cells)
     assert page.locator("[data-testid=stException]").count() == 0
-    page.screenshot(path=str(screenshot_dir / "notifications.png"), full_page=True)
-    assert (screenshot_dir / "notifications.png").stat().st_size > 10_000
 
 
-def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, screenshot_dir, database_url):
+def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, database_url):
     """The demo's dead delivery (the outage's): picked in the deliveries table, its detail shows the
     event, the body sent and all eight attempts with their answers, labelled as demo data."""
     page.set_viewport_size({"width": 1440, "height": 1600})
@@ -43,7 +40,7 @@ def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, s
     page.get_by_role("combobox", name="State").click()
     page.get_by_role("option", name="dead").click()
     page.keyboard.press("Escape")
-    page.get_by_text("Deliveries 1 to 1 of 1").wait_for(timeout=30_000)
+    page.get_by_text("1 to 1 of 1 deliveries").wait_for(timeout=30_000)
     assert {"dead", "Release webhook"} <= set(grid_cells(page))
     table = page.locator("[data-testid=stDataFrame]").first
     box = table.bounding_box()
@@ -59,7 +56,7 @@ def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, s
     assert "next attempt" not in page.get_by_text(f"message {dead}").first.inner_text()
     page.get_by_text('"type": "deployment.complete"').first.wait_for(timeout=30_000)  # the body sent
     assert page.locator("[data-testid=stException]").count() == 0
-    page.screenshot(path=str(screenshot_dir / "notifications-delivery.png"), full_page=True)
+    shoot(page, "notifications-delivery")
 
 
 def _demo_dead_delivery(database_url: str) -> str:

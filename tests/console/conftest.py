@@ -40,3 +40,11 @@ def texts(app: AppTest) -> str:
     parts += [e.value for e in (*app.success, *app.info, *app.warning, *app.error)]
     parts += [str(m.label) + " " + str(m.value) for m in app.metric]
     return "\n".join(str(p) for p in parts)
+
+
+def select_row(app: AppTest, key: str, row: int) -> AppTest:
+    """Select a table's row as a click does (AppTest cannot click a dataframe's canvas)."""
+    app.session_state[key] = {"selection": {"rows": [row], "columns": []}}
+    app.run()
+    assert not app.exception, app.exception
+    return app

@@ -1,9 +1,7 @@
 from __future__ import annotations
 
-import pandas as pd
-
 from api import OrgdeckClient
-from tests.console.conftest import texts
+from tests.console.conftest import select_row, texts
 
 PAGE = "pages/agents.py"
 
@@ -55,11 +53,11 @@ def test_lists_agents_with_fleet_and_version_state(console, server, org):
     assert (row["Fleet"], row["Model"], row["Version"], row["Unversioned edits"]) == (
         "Support",
         "gpt-4o",
-        2,
+        "v2",
         False,
     )
     never = table.set_index("Key").loc["code-reviewer"]
-    assert pd.isna(never["Version"])
+    assert never["Version"] == ""
     assert never["Unversioned edits"]
 
 
@@ -98,6 +96,7 @@ def test_create_an_agent(console, server, org):
     assert not app.exception
     assert "Created agent **kb-answerer**" in texts(app)
     assert list(app.dataframe[0].value["Key"]) == ["kb-answerer"]
+    assert "Knowledge-base answerer" in [h.value for h in app.subheader]  # opened: its detail below
     with org_client(server, org) as orgdeck:
         agent = orgdeck.agents.get("kb-answerer")
     assert agent.name == "Knowledge-base answerer"
@@ -112,11 +111,16 @@ def test_create_errors_are_explained_and_nothing_is_created(console, server, org
     app.text_input(key="create_provider").input("openai")
     button(app, "Create agent").click().run()
     assert not app.exception
-    assert "Could not create the agent" in texts(app)
-    assert "stableKey" in texts(app)
+    [said] = [e.value for e in app.error]
+    assert said.startswith("Stable key: lowercase letters, digits") and "e.g. support-triage" in said
+    assert app.text_input(key="create_stable_key").value == "Bad Key"  # kept to correct
+    app.text_input(key="create_stable_key").input("good-key")
     app.text_area(key="create_config").input("{not json")
     button(app, "Create agent").click().run()
-    assert "Provider config is not valid JSON" in texts(app)
+    assert [e.value for e in app.error] == [
+        "Provider config: not valid JSON: Expecting property name enclosed in double quotes (line 1)"
+    ]
+    assert app.text_input(key="create_provider").value == "openai"
     with org_client(server, org) as orgdeck:
         assert orgdeck.agents.list().total == 0
 
@@ -124,7 +128,7 @@ def test_create_errors_are_explained_and_nothing_is_created(console, server, org
 def test_edit_the_draft(console, server, org):
     seed(server, org)
     app = console(PAGE)
-    app.selectbox(key="agent_choice").select("support-triage").run()
+    select_row(app, "agents_table", 2)  # support-triage
     app.text_area(key="edit_support-triage_config").input('{"model": "gpt-4.1", "temperature": 0.1}')
     app.text_input(key="edit_support-triage_tags").input("support, vip")
     button(app, "Save draft").click().run()
@@ -142,7 +146,7 @@ def test_edit_the_draft(console, server, org):
 def test_leave_the_fleet_from_the_edit_form(console, server, org):
     seed(server, org)
     app = console(PAGE)
-    app.selectbox(key="agent_choice").select("refund-assistant").run()
+    select_row(app, "agents_table", 1)  # refund-assistant
     app.selectbox(key="edit_refund-assistant_fleet").select_index(0)
     button(app, "Save draft").click().run()
     assert not app.exception
@@ -153,7 +157,7 @@ def test_leave_the_fleet_from_the_edit_form(console, server, org):
 def test_snapshot_a_version(console, server, org):
     seed(server, org)
     app = console(PAGE)
-    app.selectbox(key="agent_choice").select("code-reviewer").run()
+    select_row(app, "agents_table", 0)  # code-reviewer
     assert "No versions yet" in texts(app)
     app.button(key="snapshot").click().run()
     assert not app.exception
@@ -167,7 +171,7 @@ def test_snapshot_a_version(console, server, org):
 def test_versions_table_and_diff(console, server, org):
     seed(server, org)
     app = console(PAGE)
-    app.selectbox(key="agent_choice").select("support-triage").run()
+    select_row(app, "agents_table", 2)  # support-triage
     versions = app.dataframe[1].value
     assert list(versions["Version"]) == [2, 1]
     assert list(versions["Model"]) == ["gpt-4o", "gpt-4o-mini"]
@@ -182,7 +186,7 @@ def test_versions_table_and_diff(console, server, org):
 def test_archive_asks_first(console, server, org):
     seed(server, org)
     app = console(PAGE)
-    app.selectbox(key="agent_choice").select("code-reviewer").run()
+    select_row(app, "agents_table", 0)  # code-reviewer
     app.button(key="archive_code-reviewer_start").click().run()
     assert "cannot be undone" in texts(app)
     with org_client(server, org) as orgdeck:

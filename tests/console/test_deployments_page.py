@@ -9,13 +9,16 @@ from streamlit.testing.v1 import AppTest
 from api import OrgdeckClient
 from api.deployments import DEFAULT_ANALYTICS_DAYS
 from service.agents.demo import seed_agents
+from service.deployments.analytics import rebuild_rollups
 from service.deployments.demo import seed_deployment_history, seed_deployments
+from service.deployments.models import DeploymentJob as JobRow
 from service.environments.demo import seed_environments
 from tests.console.conftest import texts
+from tests.test_deployment_analytics import org_id_of
 from tests.test_deployments import versioned_agent, wait_for_end
 
 PAGE = "pages/deployments.py"
-TAB = "deployments_tab"
+TAB = "tab"
 
 
 def org_client(server, org) -> OrgdeckClient:
@@ -94,10 +97,10 @@ def test_preview_deploy_follow_and_open_the_job(console, server, org):
     button(app, "Open in Jobs").click().run()
     assert not app.exception, app.exception
     assert app.session_state[TAB] == "Jobs"
-    assert app.selectbox(key="job_choice").value == job.id
     listed = app.dataframe[0].value
     assert list(listed["Status"]) == ["complete", "complete"]
     assert list(listed["Agents"]) == [2, 1]
+    assert f"**Job `{job.id}`**" in texts(app)  # the job opened is the one shown below the table
     results = app.dataframe[1].value
     assert list(zip(results["Agent"], results["Result"], strict=True)) == [
         ("alpha", "complete"),
@@ -114,8 +117,9 @@ def test_a_refused_preview_is_explained_and_nothing_deployed(console, server, or
     app.text_input(key="deploy_versions").input("alpha=7")
     button(app, "Preview changes").click().run()
     assert not app.exception, app.exception
-    assert "Could not preview the deployment" in texts(app)
-    assert "alpha@7" in texts(app)
+    # Said next to the field it is about, and the versions typed are still there to correct.
+    assert [e.value for e in app.error] == ["Versions: No such agent versions: alpha@7"]
+    assert app.text_input(key="deploy_versions").value == "alpha=7"
     assert not any(b.label.startswith("Deploy to") for b in app.button)
     with org_client(server, org) as orgdeck:
         assert orgdeck.deployments.jobs().items == []
@@ -146,7 +150,7 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
         "Median job duration",
         "Median time to restore",
     }
-    assert tiles["Deployment frequency"].endswith(" / day") and tiles["Deployment frequency"] != "0.0 / day"
+    assert tiles["Deployment frequency"].endswith("/day") and tiles["Deployment frequency"] != "0.0/day"
     assert "—" not in tiles.values()
     # The trend leaves out the week still under way (today is not over), which would read as a drop.
     today = datetime.now(UTC).date()
@@ -155,11 +159,15 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
         weeks = orgdeck.deployments.metrics(start=start, end=today).periods
     rates = [week.deployments_per_day for week in weeks[:-1]]
     shown = next(metric for metric in app.metric if metric.label == "Deployment frequency")
-    assert shown.delta == ("-" if rates[-1] < rates[-2] else "+") + f"{abs(rates[-1] - rates[-2]):.1f} / day"
+    assert shown.delta == ("-" if rates[-1] < rates[-2] else "+") + f"{abs(rates[-1] - rates[-2]):.1f}/day"
     by_day, matrix, hours = (figure(chart) for chart in app.get("plotly_chart"))
-    assert by_day["data"][0]["type"] == "heatmap"
-    assert by_day["data"][0]["y"] == ["development", "eu-production", "production", "staging"]
-    assert len(by_day["data"][0]["x"]) == 90 and sum(map(sum, by_day["data"][0]["z"])) > 1000
+    cells = coloured_layer(by_day)
+    assert cells["y"] == ["development", "eu-production", "production", "staging"]
+    assert len(cells["x"]) == 90 and total(cells["z"]) > 1000
+    # Every row's total at its right, under a "Total" heading.
+    totals = [a["text"] for a in by_day["layout"]["annotations"]]
+    assert totals[-1] == "<b>Total</b>" and len(totals) == 5
+    assert sum(int(text.replace(",", "")) for text in totals[:-1]) == total(cells["z"])
     # Agents by development, eu-production, production, staging: the demo's stale and failing pairs.
     cells = dict(zip(matrix["data"][0]["y"], matrix["data"][0]["customdata"], strict=True))
     assert "Stale" in cells["code-reviewer"][2] and "running v2, newest v3" in cells["code-reviewer"][2]
@@ -167,15 +175,51 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
     assert "draft.providerConfig.max_refund_cents" in cells["refund-assistant"][1]
     assert "Stale **2**" in texts(app) and "Error **1**" in texts(app)
     # Working days in working hours: the weekday rows outweigh the weekend ones many times.
-    z = hours["data"][0]["z"]
-    assert hours["data"][0]["y"] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
-    assert sum(map(sum, z[:5])) > 10 * sum(map(sum, z[5:]))
+    z = coloured_layer(hours)["z"]
+    assert coloured_layer(hours)["y"] == ["Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"]
+    assert total(z[:5]) > 10 * total(z[5:])
 
-    app.segmented_control(key="heatmap_metric").set_value("failure_rate").run()
+    app.segmented_control(key="metric").set_value("failure_rate").run()
     assert not app.exception, app.exception
     by_day = figure(app.get("plotly_chart")[0])
     assert "Failure rate per environment and day" in texts(app)
-    assert max(v for row in by_day["data"][0]["z"] for v in row if v is not None) <= 1
+    rates = coloured_layer(by_day)
+    assert max(v for row in rates["z"] for v in row if v is not None) <= 1
+
+
+def coloured_layer(spec: dict) -> dict:
+    """The heatmap layer coloured by the metric (under it: flat layers for no jobs, too few)."""
+    [layer] = [trace for trace in spec["data"] if trace["type"] == "heatmap" and "colorbar" in trace]
+    return layer
+
+
+def total(z: list[list[float | None]]) -> float:
+    return sum(value for row in z for value in row if value is not None)
+
+
+def test_heatmap_cells_tell_no_jobs_from_none_failed_and_few_jobs_from_a_rate(console, server, org, db):
+    with org_client(server, org) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        orgdeck.environments.create("production")
+        versioned_agent(orgdeck, "alpha")
+        first = wait_for_end(orgdeck, orgdeck.deployments.deploy(staging.id, ["alpha"]).id)
+    with db.session(write=True) as session:  # one job today, and it failed
+        session.get(JobRow, first.id).status = "error"
+        rebuild_rollups(session, org_id=org_id_of(session, org.slug))
+    app = console(PAGE)
+    app.segmented_control(key="metric").set_value("failure_rate").run()
+    spec = figure(app.get("plotly_chart")[0])
+    no_jobs, too_few, rates = (trace for trace in spec["data"] if trace["type"] == "heatmap")
+    today = len(rates["x"]) - 1
+    # production had no jobs: the no-jobs layer; staging's one failed job of one: too few to colour.
+    assert no_jobs["z"][0][today] == 1 and rates["z"][0][today] is None  # production sorts first
+    assert too_few["z"][1][today] == 1 and rates["z"][1][today] is None
+    assert "1 job, 1 failed (100%)" in too_few["customdata"][1][today]
+    assert "too few jobs to rate" in too_few["customdata"][1][today]
+    assert [a["text"] for a in spec["layout"]["annotations"]] == ["no jobs", "100% of 1", "<b>Total</b>"]
+    # The cell can be clicked: an invisible point carries its environment and day.
+    [targets] = [trace for trace in spec["data"] if trace["type"] == "scatter"]
+    assert targets["customdata"] == [[staging.id, rates["x"][today]]]
 
 
 def test_the_demo_history_is_written_once(server, org, db):
@@ -196,10 +240,16 @@ def test_jobs_filter_by_status_and_environment(console, server, org):
             wait_for_end(orgdeck, orgdeck.deployments.deploy(environment.id, ["alpha"]).id)
     app = open_tab(console(PAGE), "Jobs")
     assert list(app.dataframe[0].value["Environment"]) == ["production", "production", "staging"]
-    app.selectbox(key="jobs_environment").select(staging.id).run()
+    app.selectbox(key="job_env").select(staging.id).run()
     assert list(app.dataframe[0].value["Environment"]) == ["staging"]
-    app.multiselect(key="jobs_status").select("error").run()
+    app.multiselect(key="job_status").select("error").run()
     assert "No job matches these filters" in texts(app)
+    app.multiselect(key="job_status").unselect("error").run()
+    today = datetime.now(UTC).date()
+    app.date_input(key="job_days").set_value((today - timedelta(days=1), today - timedelta(days=1))).run()
+    assert "No job matches these filters" in texts(app)
+    app.date_input(key="job_days").set_value((today, today)).run()
+    assert list(app.dataframe[0].value["Environment"]) == ["staging"]
 
 
 def test_a_revoked_key_is_explained_not_a_traceback(console, server, org):

@@ -43,8 +43,8 @@ def test_lists_environments_with_targets_and_secret_counts(console, server, org)
 
 def test_create_an_environment(console, server, org):
     app = console(PAGE)
-    app.text_input[0].input("staging")
-    app.text_input[1].input("Release candidates")
+    app.text_input(key="new_environment_name").input("staging")
+    app.text_input(key="new_environment_description").input("Release candidates")
     next(b for b in app.button if b.label == "Create environment").click().run()
     assert not app.exception
     assert "Created environment **staging**" in texts(app)
@@ -53,12 +53,62 @@ def test_create_an_environment(console, server, org):
         assert [e.description for e in orgdeck.environments.list().items] == ["Release candidates"]
 
 
-def test_create_error_is_explained(console):
+def test_a_refused_environment_keeps_what_was_typed_and_says_why_in_words(console, server, org):
     app = console(PAGE)
-    app.text_input[0].input("Not Valid")
+    app.text_input(key="new_environment_name").input("EU Production")
+    app.text_input(key="new_environment_description").input("Customers in the EU")
     next(b for b in app.button if b.label == "Create environment").click().run()
     assert not app.exception
-    assert any("Could not create the environment" in e.value and "name" in e.value for e in app.error)
+    [message] = [e.value for e in app.error]
+    assert message.startswith("Name: lowercase letters, digits and hyphens")
+    assert "e.g. eu-production" in message
+    assert "^" not in message and "$" not in message  # words, never the pattern
+    # Everything typed is still there to correct.
+    assert app.text_input(key="new_environment_name").value == "EU Production"
+    assert app.text_input(key="new_environment_description").value == "Customers in the EU"
+    with org_client(server, org) as orgdeck:
+        assert orgdeck.environments.list().total == 0
+
+    app.text_input(key="new_environment_name").input("eu-production")
+    next(b for b in app.button if b.label == "Create environment").click().run()
+    assert "Created environment **eu-production**" in texts(app)
+    assert app.text_input(key="new_environment_name").value == ""  # saved: the form starts afresh
+
+
+def test_the_name_field_shows_its_rule_and_limit_before_anything_is_typed(console):
+    app = console(PAGE)
+    name = app.text_input(key="new_environment_name")
+    assert name.max_chars == 63
+    assert "Lowercase letters, digits and hyphens" in name.help
+    assert name.placeholder == "e.g. eu-production"
+
+
+def test_a_webhook_environment_gets_its_signing_key_here_shown_once(console, server, org):
+    with org_client(server, org) as orgdeck:
+        hook = orgdeck.environments.create(
+            "partner", target="webhook", webhook_url="https://partner.example/hook"
+        )
+    app = console(PAGE)
+    assert "missing" in list(app.dataframe[0].value["Signing key"])
+    assert "No signing key yet" in texts(app)
+    next(b for b in app.button if b.label == "Create signing key").click().run()
+    assert not app.exception, app.exception
+    [secret] = [c.value for c in app.code if c.value.startswith("whsec_")]
+    assert "shown this once" in texts(app)
+    with org_client(server, org) as orgdeck:
+        created = orgdeck.environments.get(hook.id).signing_key_created_at
+    assert created is not None
+    app.run()  # shown once: gone on the next run
+    assert not [c for c in app.code if c.value.startswith("whsec_")]
+    assert list(app.dataframe[0].value["Signing key"]) == ["set"]
+    # Rotating asks first, then replaces the key.
+    app.button(key=f"rotate_key_{hook.id}_start").click().run()
+    assert "refuses them until it has the new key" in texts(app)
+    app.button(key=f"rotate_key_{hook.id}_confirm").click().run()
+    [rotated] = [c.value for c in app.code if c.value.startswith("whsec_")]
+    assert rotated != secret
+    with org_client(server, org) as orgdeck:
+        assert orgdeck.environments.get(hook.id).signing_key_created_at > created
 
 
 def test_secret_add_and_rotate_never_echo_the_value(console, server, org, db, settings):

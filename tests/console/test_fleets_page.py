@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from api import OrgdeckClient
-from tests.console.conftest import texts
+from tests.console.conftest import select_row, texts
 
 PAGE = "pages/fleets.py"
 
@@ -32,7 +32,7 @@ def test_lists_fleets_with_agents_and_environments(console, server, org):
     assert list(fleets["Agents"]) == [0, 2]
     assert [list(names) for names in fleets["Environments"]] == [[], ["production"]]
     assert len(app.get("plotly_chart")) == 1
-    app.selectbox(key="fleet_choice").select(support.id).run()
+    select_row(app, "fleets_table", 1)  # Support
     members = app.dataframe[1].value
     assert list(members["Key"]) == ["refund-assistant", "support-triage"]
     assert "`production`" in texts(app)
@@ -42,7 +42,7 @@ def test_create_a_fleet_with_environments(console, server, org):
     with org_client(server, org) as orgdeck:
         staging = orgdeck.environments.create("staging")
     app = console(PAGE)
-    next(t for t in app.text_input if t.label == "Name").input("Support")
+    app.text_input(key="new_fleet_name").input("Support")
     app.multiselect(key="create_fleet_environments").select(staging.id)
     button(app, "Create fleet").click().run()
     assert not app.exception
@@ -57,11 +57,11 @@ def test_create_error_is_explained(console, server, org):
     with org_client(server, org) as orgdeck:
         orgdeck.fleets.create("Support")
     app = console(PAGE)
-    next(t for t in app.text_input if t.label == "Name" and not t.value).input("Support")
+    app.text_input(key="new_fleet_name").input("Support")
     button(app, "Create fleet").click().run()
     assert not app.exception
-    assert "Could not create the fleet" in texts(app)
-    assert "already exists" in texts(app)
+    assert [e.value for e in app.error] == ["Name: A fleet named 'Support' already exists"]
+    assert app.text_input(key="new_fleet_name").value == "Support"
 
 
 def test_edit_a_fleet(console, server, org):
@@ -69,8 +69,7 @@ def test_edit_a_fleet(console, server, org):
         production = orgdeck.environments.create("production")
         fleet = orgdeck.fleets.create("Support")
     app = console(PAGE)
-    edit_name = next(t for t in app.text_input if t.label == "Name" and t.value == "Support")
-    edit_name.input("Customer care")
+    app.text_input(key=f"edit_fleet_name_{fleet.id}").input("Customer care")
     app.multiselect(key=f"edit_fleet_environments_{fleet.id}").select(production.id)
     button(app, "Save fleet").click().run()
     assert not app.exception

@@ -5,7 +5,7 @@ from collections.abc import Iterator
 import pytest
 
 from api import OrgdeckClient
-from tests.console.conftest import texts
+from tests.console.conftest import select_row, texts
 from tests.fake_llm import REPLY, FakeLLM, running_fake_llm
 
 PAGE = "pages/governance.py"
@@ -52,7 +52,9 @@ def test_draft_edit_save_with_the_builtin_drafter(console, server, org):
     assert "Saved policy **Customer data in logs** as version 1." in texts(app)
     with org_client(server, org) as orgdeck:
         [saved] = orgdeck.policies.list().items
-    assert (saved.name, saved.rule_text, saved.category) == ("Customer data in logs", edited, "compliance")
+    # Saved under another name than drafted: the rule's Title line says the name it was saved as.
+    retitled = edited.replace("Title: Do not log customer PII", "Title: Customer data in logs")
+    assert (saved.name, saved.rule_text, saved.category) == ("Customer data in logs", retitled, "compliance")
     assert list(app.dataframe[0].value["Name"]) == ["Customer data in logs"]
     assert list(app.dataframe[1].value["Version"]) == [1]  # the versions of the chosen policy
 
@@ -85,18 +87,56 @@ def test_a_failing_provider_is_explained(console, server, org, fake_llm):
     click(app, "Generate draft")
     assert "Could not draft the policy" in texts(app)
     assert "provider 'Team vLLM' refused the API key" in texts(app)
+    assert app.text_area(key="draft_instructions").value == INSTRUCTIONS
 
 
-def test_edit_keeps_versions_and_filters(console, server, org):
+def test_edit_every_field_keeps_versions_and_finds_by_name(console, server, org):
     with org_client(server, org) as orgdeck:
-        orgdeck.policies.create("Secrets", "1. MUST NOT log secrets.", category="security")
+        draft = orgdeck.policies.generate("Never log secrets.", name="Secrets")
+        secrets = orgdeck.policies.create("Secrets", draft.rule_text, category="security")
         orgdeck.policies.create("Tone", "1. MUST be polite.", category="quality", severity="warning")
     app = console(PAGE)
-    app.selectbox(key="policy_choice").select_index(1).run()  # newest first: Secrets is second
-    app.text_area[-1].input("1. MUST NOT log or print secrets.")
+    select_row(app, "policies_table", 1)  # newest first: Secrets is second
+    key = f"policy_{secrets.id}_1"
+    app.text_input(key=f"{key}_name").input("Secrets stay out of logs")
+    app.selectbox(key=f"{key}_edit_category").select("compliance")
+    app.selectbox(key=f"{key}_edit_severity").select("warning")
+    app.text_input(key=f"{key}_edit_description").input("From the audit")
     click(app, "Save as new version")
-    assert "now at version 2" in texts(app)
+    assert "Saved **Secrets stay out of logs**, now at version 2." in texts(app)
+    with org_client(server, org) as orgdeck:
+        saved = orgdeck.policies.get(secrets.id)
+    assert (saved.name, saved.category, saved.severity, saved.description) == (
+        "Secrets stay out of logs",
+        "compliance",
+        "warning",
+        "From the audit",
+    )
+    # The rule text's own title and classification follow: no old "Title: Secrets" left behind.
+    assert "Title: Secrets stay out of logs\nCategory: compliance · Severity: warning" in saved.rule_text
+    assert app.text_area(key=f"policy_{secrets.id}_2_text").value == saved.rule_text
     assert list(app.dataframe[1].value["Version"]) == [2, 1]
-    assert "+1. MUST NOT log or print secrets." in app.code[-1].value
-    app.selectbox(key="filter_category").select("quality").run()
+    assert "+Title: Secrets stay out of logs" in app.code[-1].value
+
+    app.text_input(key="search").input("LOGS").run()
+    assert list(app.dataframe[0].value["Name"]) == ["Secrets stay out of logs"]
+    app.text_input(key="search").input("").run()
+    app.selectbox(key="category").select("quality").run()
     assert list(app.dataframe[0].value["Name"]) == ["Tone"]
+
+
+def test_policy_fields_show_their_limits_before_saving(console, server, org):
+    with org_client(server, org) as orgdeck:
+        policy = orgdeck.policies.create("Tone", "1. MUST be polite.")
+    app = console(PAGE)
+    assert app.text_area(key="draft_instructions").max_chars == 20_000
+    assert app.text_area(key=f"policy_{policy.id}_1_text").max_chars == 50_000
+    assert app.text_input(key=f"policy_{policy.id}_1_name").max_chars == 200
+
+
+def test_empty_instructions_are_explained_in_words_next_to_the_field(console):
+    app = console(PAGE)
+    click(app, "Generate draft")
+    assert [e.value for e in app.error] == [
+        "Instructions is required: at least one sentence, at most 20,000 characters, e.g. Never log customer PII."
+    ]

@@ -1,17 +1,60 @@
 from __future__ import annotations
 
+from datetime import UTC, datetime, timedelta
+from urllib.parse import parse_qs
+
 from streamlit.testing.v1 import AppTest
 
+from api import OrgdeckClient
+from service.deployments.analytics import rebuild_rollups
+from service.deployments.models import DeploymentJob as JobRow
 from tests.console.conftest import APP, texts
+from tests.test_deployment_analytics import org_id_of
+from tests.test_deployments import versioned_agent, wait_for_end
 
 
-def test_overview_shows_the_org_health_and_counts(console, org):
+def test_overview_counts_what_needs_attention_and_links_to_it(console, server, org, db):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        orgdeck.environments.create("partner", target="webhook", webhook_url="https://partner.example/hook")
+        versioned_agent(orgdeck, "alpha")
+        versioned_agent(orgdeck, "beta")
+        failed = wait_for_end(orgdeck, orgdeck.deployments.deploy(staging.id, ["alpha"]).id)
+    with db.session(write=True) as session:  # the job failed, today
+        session.get(JobRow, failed.id).status = "error"
+        rebuild_rollups(session, org_id=org_id_of(session, org.slug))
     app = console()
+    assert not app.exception, app.exception
     shown = texts(app)
-    assert "Test Org" in shown
-    assert org.slug in shown
-    assert "Service OK" in shown
-    assert "Active API keys 1" in shown
+    assert "Test Org" in shown and org.slug in shown
+    tiles = {metric.label: metric.value for metric in app.metric}
+    assert tiles == {
+        "Agents": "2",
+        "Environments": "2",
+        "Drifted": "0",
+        "Stale": "0",
+        "Error": "0",
+        "Failed jobs, 7 days": "1",
+        "Dead deliveries, 7 days": "0",
+    }
+    assert "**partner** is a webhook target without a signing key" in shown
+    assert "Job to **staging** error" in shown
+    assert "This is demo data" not in shown  # a real service, not the embedded demo
+    links = {link.proto.label: link.proto for link in app.get("page_link") if link.proto.label}
+    failed_jobs = links["Failed jobs"]
+    assert failed_jobs.page == "deployments"
+    today = datetime.now(UTC).date()
+    assert parse_qs(failed_jobs.query_string) == {
+        "tab": ["Jobs"],
+        "job_status": ["error", "partial"],
+        "job_days": [str(today - timedelta(days=6)), str(today)],
+    }
+    assert parse_qs(links["Dead deliveries"].query_string) == {
+        "log_status": ["dead"],
+        "log_dates": [str(today - timedelta(days=6)), str(today)],
+    }
+    assert parse_qs(links["Drifted agents"].query_string) == {"state": ["drifted"]}
+    assert "Service ok · database ok" in shown
 
 
 def test_sidebar_says_which_service_and_org(console, server, org):

@@ -69,3 +69,17 @@ def test_test_connection_shows_the_result(console, server, org, fake_llm):
     click(app, "Test connection")
     assert "Test failed** (provider_rate_limited)" in texts(app)
     assert "rate limiting requests" in texts(app)
+
+
+def test_a_missing_base_url_is_said_next_to_it_and_the_form_kept(console, server, org):
+    app = console(PAGE)
+    app.text_input(key="new_provider_name").input("Azure")
+    app.selectbox(key="new_provider_kind").select("azure_openai")
+    app.text_input(key="new_provider_models").input("gpt-4o")
+    click(app, "Add provider")
+    [said] = [e.value for e in app.error]
+    assert said.startswith("Base URL: Azure OpenAI needs one.")
+    assert app.text_input(key="new_provider_name").value == "Azure"
+    assert app.text_input(key="new_provider_models").value == "gpt-4o"
+    with org_client(server, org) as orgdeck:
+        assert orgdeck.providers.list().items == []

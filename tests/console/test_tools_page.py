@@ -43,8 +43,8 @@ def test_empty_state(console):
 
 def test_register_a_tool_with_a_schema(console, server, org):
     app = console(PAGE)
-    app.text_input[0].input("Search the knowledge base")
-    app.text_input[1].input("kb.search")
+    app.text_input(key="new_tool_name").input("Search the knowledge base")
+    app.text_input(key="new_tool_key").input("kb.search")
     schema = {
         "type": "object",
         "properties": {"query": {"type": "string"}, "locale": {}},
@@ -63,16 +63,18 @@ def test_register_a_tool_with_a_schema(console, server, org):
 
 def test_invalid_schema_is_explained_and_nothing_registered(console, server, org):
     app = console(PAGE)
-    app.text_input[0].input("Broken")
-    app.text_input[1].input("broken")
-    app.text_area[0].input("{not json")
+    app.text_input(key="new_tool_name").input("Broken")
+    app.text_input(key="new_tool_key").input("broken")
+    app.text_area(key="new_tool_schema").input("{not json")
     next(b for b in app.button if b.label == "Register tool").click().run()
-    assert any("not valid JSON" in e.value for e in app.error)
-    app.text_input[0].input("Broken")
-    app.text_input[1].input("broken")
-    app.text_area[0].input('{"type": "array"}')
+    assert [e.value for e in app.error] == [
+        "Input schema: not valid JSON: Expecting property name enclosed in double quotes (line 1, column 2)"
+    ]
+    app.text_area(key="new_tool_schema").input('{"type": "array"}')
     next(b for b in app.button if b.label == "Register tool").click().run()
-    assert any("Could not register the tool" in e.value and "inputSchema" in e.value for e in app.error)
+    [said] = [e.value for e in app.error]
+    assert said.startswith("Input schema: must be a JSON Schema for an object")
+    assert app.text_input(key="new_tool_name").value == "Broken"  # still as typed
     with org_client(server, org) as orgdeck:
         assert orgdeck.tools.list().total == 0
 
