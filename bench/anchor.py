@@ -45,7 +45,10 @@ def make_app(database_url: str) -> FastAPI:
             if found is None or found.slug != org_slug:
                 return Response('{"message":"no"}', status_code=401, media_type="application/json")
             rows = connection.execute(KEYS_QUERY, {"org_id": found.org_id}).mappings().all()
-        items = [{**row, "created_at": str(row["created_at"]), "last_used_at": str(row["last_used_at"])} for row in rows]
+        items = [
+            {**row, "created_at": str(row["created_at"]), "last_used_at": str(row["last_used_at"])}
+            for row in rows
+        ]
         return Response(json.dumps({"items": items, "total": len(items)}), media_type="application/json")
 
     return app

@@ -25,9 +25,9 @@ from service.db import Database
 from service.migrate import upgrade
 from service.server import ServerThread
 from tests.conftest import make_settings, scratch_database, wait_for
+from tests.deliveries.support import Inbox, free_port
 from tests.fake_llm import running_fake_llm
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end
-from tests.deliveries.support import Inbox, free_port
 
 SECRETS = {
     name: f"{name}-{uuid.uuid4().hex}"
