@@ -244,7 +244,7 @@ def test_a_channel_is_renamed_and_given_a_new_address(service, tenant, receiver)
     assert error.value.code == "already_exists"
     with pytest.raises(BadRequest) as error:
         notifications.update_channel(channel.id, recipients=["ops@example.com"])
-    assert error.value.details[0]["field"] == "config.url"
+    assert error.value.details[0].field == "config.url"
     assert notifications.list_channels().items[0].name == "Moved"
 
 
