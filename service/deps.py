@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, Query, Request
-from fastapi.concurrency import run_in_threadpool
 from fastapi.dependencies.models import Dependant
 from sqlalchemy.orm import Session
 
@@ -33,20 +32,17 @@ def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
-async def _session(request: Request) -> AsyncIterator[Session]:
+async def _session(request: Request) -> Session:
     """The request's session, not yet connected: the route uses, commits and closes it in the one
-    worker thread that runs it (service.routing)."""
+    worker thread that runs it (service.routing). A request refused before its route runs never
+    connects it, so there is nothing to close."""
     session = _database(request).new_session(write=request.method not in READ_METHODS)
     if (claim := request.scope.get(CLAIM_SCOPE_KEY)) is not None:
         session.info[CLAIM_INFO_KEY] = claim
-    try:
-        yield session
-    finally:
-        if session.in_transaction():  # the route did not run to the end (a later dependency failed)
-            await run_in_threadpool(session.close)
+    return session
 
 
-DbSession = Annotated[Session, Depends(_session, scope="function")]
+DbSession = Annotated[Session, Depends(_session)]
 AppSettings = Annotated[Settings, Depends(_settings)]
 
 

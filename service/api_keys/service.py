@@ -110,7 +110,7 @@ def list_keys(session: Session, *, org_id: str) -> list[ApiKeyRecord]:
             created_at=row.created_at,
             last_used_at=row.last_used_at,
         )
-        for row in session.execute(_ACTIVE_KEYS, {"org_id": org_id})
+        for row in session.connection().execute(_ACTIVE_KEYS, {"org_id": org_id})
     ]
 
 
@@ -184,7 +184,8 @@ def resolve_key(session: Session, presented: str) -> ResolvedKey:
     """The active key matching a presented value, or Unauthorized saying why."""
     if not is_well_formed(presented):
         raise Unauthorized("The API key is malformed; keys look like odk_ followed by 38 letters and digits")
-    row = session.execute(_KEY_LOOKUP, {"key_hash": hash_key(presented)}).one_or_none()
+    # On the session's connection: a plain statement needs none of the ORM's handling.
+    row = session.connection().execute(_KEY_LOOKUP, {"key_hash": hash_key(presented)}).one_or_none()
     if row is None:
         raise Unauthorized("The API key is not valid")
     if row.revoked_at is not None:
