@@ -229,6 +229,22 @@ def hello_server(workdir: Path) -> Iterator[ServerProcess]:
         server.stop()
 
 
+@contextmanager
+def anchor_server(workdir: Path, service: OrgdeckService) -> Iterator[ServerProcess]:
+    """The anchor app (bench/anchor.py) on the service's own database, pinned like the service."""
+    database_url = (
+        service.env.get("ORGDECK_DATABASE_URL")
+        or f"sqlite:///{Path(service.env['ORGDECK_DATA_DIR']) / 'orgdeck.db'}"
+    )
+    argv = [sys.executable, "-m", "bench.anchor", "--database-url", database_url]
+    server = ServerProcess("anchor app", argv, service.env, workdir / "anchor.log")
+    try:
+        server.wait_until_ready("/docs")
+        yield server
+    finally:
+        server.stop()
+
+
 # --- Load --------------------------------------------------------------------------------------
 
 
