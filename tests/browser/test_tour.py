@@ -72,6 +72,8 @@ def test_every_page_twice_and_every_tab_without_an_exception(page, console_url, 
         go(page, "Overview")
         go(page, "Notifications")
         assert_no_exception(page)
+        page.get_by_role("tab", name="Delivery log", exact=True).click()
+        assert_no_exception(page)
         assert page.get_by_text("attempts, newest first").first.is_visible()
 
 
