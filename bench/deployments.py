@@ -258,14 +258,14 @@ def seed(db: Database, catalogue: Catalogue, jobs: int) -> None:
     )
 
 
-def copy_rows(db: Database, batches: Iterable[Rows]) -> None:
+def copy_rows(db: Database, batches: Iterable[Rows], models: dict[str, Any] = MODELS) -> None:
     """PostgreSQL's COPY, a statement per table and batch, all in one transaction."""
     raw = db.engine.raw_connection()
     try:
         with raw.cursor() as cursor:
             for batch in batches:
                 for name, rows in batch.items():
-                    table = MODELS[name].__table__
+                    table = models[name].__table__
                     columns = list(rows[0])
                     as_json = {column.name for column in table.columns if isinstance(column.type, JSON)}
                     with cursor.copy(f"COPY {table.name} ({', '.join(columns)}) FROM STDIN") as copy:  # type: ignore[attr-defined]

@@ -14,13 +14,15 @@ import re
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import event
+from sqlalchemy import event, insert
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
 from api.common import Request
 from service.audit.models import AuditEventRow
 from service.auth import Caller
+from service.db import utcnow
+from service.ids import new_id
 from service.logredact import redact_urls
 from service.requestid import current_request_id
 
@@ -35,22 +37,28 @@ def record(session: Session, caller: Caller, action: str, result: Any, arguments
     if not session.info.get(WROTE):
         return
     target = _as_dict(result)
-    session.add(
-        AuditEventRow(
-            org_id=caller.org_id,
-            actor_key_id=caller.key_id,
-            actor_key_name=caller.key_name,
-            actor_member_id=caller.member_id,
-            actor_member_email=caller.member_email,
-            action=action,
-            target_type=_target_type(result),
-            target_id=_first(target, "id", "stableKey"),
-            target_name=_first(target, "name", "stableKey", "email", "label"),
-            request_id=current_request_id.get(),
-            changes=_changes(arguments),
-        )
+    # A plain INSERT on the session's connection: the unit of work would cost a write a third more.
+    session.connection().execute(
+        _APPEND,
+        {
+            "id": new_id("aud"),
+            "org_id": caller.org_id,
+            "occurred_at": utcnow(),
+            "actor_key_id": caller.key_id,
+            "actor_key_name": caller.key_name,
+            "actor_member_id": caller.member_id,
+            "actor_member_email": caller.member_email,
+            "action": action,
+            "target_type": _target_type(result),
+            "target_id": _first(target, "id", "stableKey"),
+            "target_name": _first(target, "name", "stableKey", "email", "label"),
+            "request_id": current_request_id.get(),
+            "changes": _changes(arguments),
+        },
     )
-    session.flush()
+
+
+_APPEND = insert(AuditEventRow)
 
 
 # A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE.
@@ -76,17 +84,10 @@ def _changes(arguments: dict[str, Any]) -> dict[str, Any]:
 def _redacted(body: Request) -> dict[str, Any]:
     """The fields the body set, in wire names; secret fields hidden, URLs cut to their host."""
     fields = type(body).model_fields
-    changes: dict[str, Any] = {}
-    for name in sorted(body.model_fields_set - {"org_slug"}):
-        info = fields[name]
-        wire_name = info.alias or name
-        if info.repr is False:
-            changes[wire_name] = REDACTED
-            continue
-        value = getattr(body, name)
-        dumped = value.model_dump(mode="json", by_alias=True) if isinstance(value, BaseModel) else value
-        changes[wire_name] = _without_urls(json.loads(json.dumps(dumped, default=str)))
-    return changes
+    set_fields = body.model_fields_set - {"org_slug"}
+    secret = {fields[name].alias or name for name in set_fields if fields[name].repr is False}
+    dumped = body.model_dump(mode="json", by_alias=True, include=set_fields)
+    return {key: REDACTED if key in secret else _without_urls(value) for key, value in sorted(dumped.items())}
 
 
 def _without_urls(value: Any) -> Any:

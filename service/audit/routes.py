@@ -1,11 +1,13 @@
 from __future__ import annotations
 
+from typing import Any
+
 from fastapi import APIRouter, Request
+from sqlalchemy import Row
 
 from api.audit import AuditActor, AuditEvent, AuditQuery, AuditTarget
 from api.common import Page
 from service.audit import service
-from service.audit.models import AuditEventRow
 from service.deps import DbSession, Viewer
 from service.query import paged_query_openapi, parameter, parse_query
 from service.routing import Route
@@ -38,7 +40,7 @@ def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> P
     )
 
 
-def _event(row: AuditEventRow) -> AuditEvent:
+def _event(row: Row[Any]) -> AuditEvent:
     return AuditEvent(
         id=row.id,
         occurred_at=row.occurred_at,
