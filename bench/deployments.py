@@ -62,8 +62,8 @@ from bench.common import (
 from bench.notifications import open_database, org_id_of
 from service.agents.models import Agent
 from service.db import Database, utcnow
-from service.deployments.analytics import rebuild_rollups
 from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentJobAgent, DeploymentState
+from service.deployments.rollups import rebuild_rollups
 from service.ids import new_id
 
 JOBS = 1_000_000

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import random
+import statistics
 from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
@@ -15,10 +17,16 @@ from api.deployments import MAX_ANALYTICS_DAYS, DeploymentRequest, Heatmap, Metr
 from service.agents.models import Agent
 from service.db import Database, utcnow
 from service.deployments import service as deployments
-from service.deployments.analytics import rebuild_rollups
-from service.deployments.models import DeploymentHourlyRollup, DeploymentMonthRollup
+from service.deployments.histograms import BUCKET_RATIO
+from service.deployments.models import (
+    DeploymentHourlyRollup,
+    DeploymentIncident,
+    DeploymentMetricRollup,
+    DeploymentMonthRollup,
+)
 from service.deployments.models import DeploymentJob as JobRow
 from service.deployments.models import DeploymentJobAgent as JobAgentRow
+from service.deployments.rollups import rebuild_rollups
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
 from service.ids import new_id
 from service.migrate import alembic_config
@@ -138,14 +146,34 @@ def total(heatmap: Heatmap) -> tuple[int, int]:
 
 
 def figures(metrics: MetricsFigures) -> tuple[Any, ...]:
+    """Counts as they are; medians as what they must be near: the exact median within one bucket."""
     return (
         metrics.deployments,
+        metrics.successes,
         metrics.failures,
         metrics.deployments_per_day,
         metrics.change_failure_rate,
-        metrics.median_duration_seconds,
-        metrics.median_time_to_restore_seconds,
+        Near(metrics.median_duration_seconds),
+        Near(metrics.median_time_to_restore_seconds),
     )
+
+
+class Near:
+    """A median read from histograms, equal to an exact median it lies within one bucket of."""
+
+    def __init__(self, value: float | None) -> None:
+        self.value = value
+
+    def __eq__(self, exact: object) -> bool:
+        if isinstance(exact, Near):
+            return self.value == exact.value
+        if self.value is None or exact is None:
+            return self.value is exact
+        assert isinstance(exact, int | float)
+        return abs(self.value - exact) <= exact * (BUCKET_RATIO - 1)
+
+    def __repr__(self) -> str:
+        return f"~{self.value}"
 
 
 # -- heatmaps -----------------------------------------------------------------------------
@@ -272,25 +300,26 @@ def test_metrics_by_week_over_the_range_per_period_and_per_environment(fixture):
     metrics = fixture.client.deployments.metrics(period="week", start=START, end=END)
 
     assert (metrics.period, metrics.start, metrics.end) == ("week", START, END)
-    # Durations 10 30 45 60 90 120 300; restores of jobs 2, 4 and 7 (7 by a job after the range).
-    assert figures(metrics.totals) == (7, 3, 0.875, 0.4286, 60.0, float(RESTORE_2))
+    # Durations 10 30 45 60 90 120 300; incidents of jobs 2, 4 and 7 (7 restored after the range).
+    # Frequency: 4 complete jobs over the 8 days.
+    assert figures(metrics.totals) == (7, 4, 3, 0.5, 0.4286, 60.0, RESTORE_2)
     first, second = metrics.periods
     assert (first.period_start, second.period_start) == (START, END)
-    assert figures(first) == (6, 3, 0.8571, 0.5, 75.0, float(RESTORE_2))  # 7 days of the range
-    assert figures(second) == (1, 0, 1.0, 0.0, 45.0, None)  # 1 day of the range
+    assert figures(first) == (6, 3, 3, 0.4286, 0.5, 75.0, RESTORE_2)  # 7 days of the range
+    assert figures(second) == (1, 1, 0, 1.0, 0.0, 45.0, None)  # 1 day of the range
     a, b = metrics.environments
     assert (a.environment_id, a.environment_name, b.environment_name) == (fixture.env["a"], "env-a", "env-b")
-    assert figures(a) == (5, 2, 0.625, 0.4, 60.0, (RESTORE_2 + RESTORE_4) / 2)
+    assert figures(a) == (5, 3, 2, 0.375, 0.4, 60.0, (RESTORE_2 + RESTORE_4) / 2)
     assert [figures(point) for point in a.periods] == [
-        (4, 2, 0.5714, 0.5, 75.0, (RESTORE_2 + RESTORE_4) / 2),
-        (1, 0, 1.0, 0.0, 45.0, None),
+        (4, 2, 2, 0.2857, 0.5, 75.0, (RESTORE_2 + RESTORE_4) / 2),
+        (1, 1, 0, 1.0, 0.0, 45.0, None),
     ]
     # env-b's first deployment was on the 5th: its frequency counts the 6 days from then.
     assert (metrics.counted_from, a.counted_from, b.counted_from) == (START, START, date(2025, 3, 5))
-    assert figures(b) == (2, 1, 0.3333, 0.5, 155.0, float(RESTORE_7))
+    assert figures(b) == (2, 1, 1, 0.1667, 0.5, 155.0, RESTORE_7)
     assert [figures(point) for point in b.periods] == [
-        (2, 1, 0.4, 0.5, 155.0, float(RESTORE_7)),
-        (0, 0, 0.0, None, None, None),
+        (2, 1, 1, 0.2, 0.5, 155.0, RESTORE_7),
+        (0, 0, 0, 0.0, None, None, None),
     ]
 
 
@@ -298,8 +327,8 @@ def test_metrics_by_day_and_month_and_for_one_environment(fixture):
     by_day = fixture.client.deployments.metrics(period="day", start=START, end=END)
     assert [point.period_start for point in by_day.periods] == [START + timedelta(days=n) for n in range(8)]
     points = {point.period_start: figures(point) for point in by_day.periods}
-    assert points[START] == (2, 1, 2.0, 0.5, 90.0, float(RESTORE_2))
-    assert points[date(2025, 3, 6)] == (0, 0, 0.0, None, None, None)
+    assert points[START] == (2, 1, 1, 1.0, 0.5, 90.0, RESTORE_2)
+    assert points[date(2025, 3, 6)] == (0, 0, 0, 0.0, None, None, None)
 
     by_month = fixture.client.deployments.metrics(period="month", start=START, end=END)
     [month] = by_month.periods
@@ -308,28 +337,135 @@ def test_metrics_by_day_and_month_and_for_one_environment(fixture):
 
     only_b = fixture.client.deployments.metrics(start=START, end=END, environment_id=fixture.env["b"])
     assert [environment.environment_name for environment in only_b.environments] == ["env-b"]
-    assert figures(only_b.totals) == (2, 1, 0.3333, 0.5, 155.0, float(RESTORE_7))
+    assert figures(only_b.totals) == (2, 1, 1, 0.1667, 0.5, 155.0, RESTORE_7)
     assert only_b.counted_from == date(2025, 3, 5)
 
 
-def test_frequencies_count_the_days_since_the_first_deployment_not_before(fixture):
-    """A range reaching back before anything was deployed is not diluted by the empty days."""
+def test_whole_months_read_from_month_rows_as_from_their_days(fixture):
+    """A range of whole months reads each month's own row: the figures are the days' figures."""
+    fixture.add_jobs(
+        [
+            ("b", datetime(2025, 4, day, 12, tzinfo=UTC), 40 + day, "complete", {"alpha": "complete"})
+            for day in range(1, 31)
+        ]
+    )
+    by_month = fixture.client.deployments.metrics(
+        period="month", start=date(2025, 3, 1), end=date(2025, 4, 30)
+    )
+    by_day = fixture.client.deployments.metrics(period="day", start=date(2025, 3, 1), end=date(2025, 4, 30))
+    march, april = by_month.periods
+    assert figures(april) == (30, 30, 0, 1.0, 0.0, 45.5 + 10, None)
+    assert march.deployments == sum(
+        point.deployments for point in by_day.periods if point.period_start.month == 3
+    )
+    assert (by_month.totals.deployments, by_month.totals.successes) == (
+        39,
+        35,
+    )  # March's 9 (one on the 11th, after the fixture's range)
+    assert by_month.totals.median_duration_seconds == by_day.totals.median_duration_seconds
+
+
+def test_frequencies_count_successes_per_elapsed_day_since_the_first_deployment(fixture):
+    """A range reaching back before anything was deployed is not diluted by the empty days, nor one
+    reaching into days still to come."""
     metrics = fixture.client.deployments.metrics(period="week", start=date(2025, 1, 6), end=END)
-    # The first ended job of the org was made on Sunday the 2nd: 9 days to the 10th, 8 jobs.
+    # The first ended job of the org was made on Sunday the 2nd: 9 days to the 10th, 4 complete jobs.
     assert metrics.counted_from == date(2025, 3, 2)
-    assert metrics.totals.deployments == 8
-    assert metrics.totals.deployments_per_day == round(8 / 9, 4)
+    assert (metrics.totals.deployments, metrics.totals.successes) == (8, 4)
+    assert metrics.totals.deployments_per_day == round(4 / 9, 4)
     weeks = {point.period_start: point.deployments_per_day for point in metrics.periods}
     assert weeks[date(2025, 1, 6)] is None and weeks[date(2025, 2, 17)] is None  # before any
-    assert weeks[date(2025, 2, 24)] == 1.0  # one job on the one day of that week since the first
-    assert weeks[START] == round(6 / 7, 4)
+    assert weeks[date(2025, 2, 24)] == 0.0  # the one day of that week since the first: a failure
+    assert weeks[START] == round(3 / 7, 4)
     a, b = metrics.environments
     assert (a.counted_from, b.counted_from) == (date(2025, 3, 2), date(2025, 3, 5))
-    assert a.deployments_per_day == round(6 / 9, 4) and b.deployments_per_day == round(2 / 6, 4)
+    assert a.deployments_per_day == round(3 / 9, 4) and b.deployments_per_day == round(1 / 6, 4)
     # A range wholly after the first deployment counts from its own start, as before.
     later = fixture.client.deployments.metrics(period="day", start=date(2025, 3, 6), end=END)
     assert later.counted_from == date(2025, 3, 6)
-    assert later.totals.deployments_per_day == round(2 / 5, 4)  # jobs 4 and 5 in 5 days
+    assert later.totals.deployments_per_day == round(1 / 5, 4)  # job 5 in 5 days
+
+    today = utcnow().date()
+    fixture.add_jobs(
+        [("a", datetime.combine(today, datetime.min.time(), UTC), 5, "complete", {"alpha": "complete"})]
+    )
+    week = fixture.client.deployments.metrics(period="week", start=today - timedelta(days=today.weekday()))
+    [this_week] = [point for point in week.periods if point.period_start <= today]
+    elapsed = today.weekday() + 1
+    assert this_week.deployments_per_day == round(1 / elapsed, 4)  # not over the days to come
+    assert week.totals.deployments_per_day == round(1 / elapsed, 4)
+
+
+def test_time_to_restore_is_per_incident_and_looks_past_the_range(fixture):
+    """Three failures in a row are one incident, from the first one's end to the next complete
+    job's; the complete job may have been created before the range or the failure."""
+    november = date(2025, 11, 1)
+    midnight = datetime(2025, 11, 1, tzinfo=UTC)
+    fixture.add_jobs(
+        [
+            # Created one microsecond before the range, it ends 22 s after the failure made in it.
+            ("b", midnight - timedelta(microseconds=1), 25, "complete", {"alpha": "complete"}),
+            ("b", midnight, 3, "error", {"alpha": "error"}),  # ends at 00:00:13
+            ("b", midnight + timedelta(days=1), 60, "complete", {"alpha": "complete"}),
+            # A run of three failures on the 3rd, restored 30 min after the first one ended.
+            ("a", midnight + timedelta(days=2), 50, "error", {"alpha": "error"}),  # ends 00:01:00
+            (
+                "a",
+                midnight + timedelta(days=2, minutes=5),
+                50,
+                "partial",
+                {"alpha": "error", "beta": "complete"},
+            ),
+            ("a", midnight + timedelta(days=2, minutes=10), 50, "error", {"alpha": "error"}),
+            ("a", midnight + timedelta(days=2, minutes=30), 50, "complete", {"alpha": "complete"}),
+        ]
+    )
+    metrics = fixture.client.deployments.metrics(
+        period="day", start=november, end=november + timedelta(days=2)
+    )
+    first, _, third = metrics.periods
+    assert Near(first.median_time_to_restore_seconds) == 25 - 1e-6 - 3
+    assert Near(third.median_time_to_restore_seconds) == 30 * 60
+    assert [point.failures for point in metrics.periods] == [1, 0, 3]
+    assert figures(metrics.totals)[-1] == (22 + 1800) / 2
+
+
+def test_medians_lie_within_one_bucket_of_the_exact_ones_on_random_jobs(fixture):
+    rng = random.Random(20)
+    begin = datetime(2025, 6, 1, tzinfo=UTC)
+    jobs = [
+        (
+            rng.choice("ab"),
+            begin + timedelta(seconds=rng.uniform(0, 20 * 86400)),
+            rng.lognormvariate(4, 1.5),
+            rng.choices(["complete", "error", "partial"], [0.7, 0.2, 0.1])[0],
+            {"alpha": "complete"},
+        )
+        for _ in range(400)
+    ]
+    fixture.add_jobs(jobs)
+    metrics = fixture.client.deployments.metrics(period="week", start=date(2025, 6, 1), end=date(2025, 6, 20))
+    durations = [seconds for *_, seconds, _, _ in jobs]
+    assert Near(metrics.totals.median_duration_seconds) == statistics.median(durations)
+    assert metrics.totals.deployments == 400
+    restores = exact_restores(jobs)
+    assert Near(metrics.totals.median_time_to_restore_seconds) == statistics.median(restores)
+
+
+def exact_restores(jobs: list[tuple[str, datetime, float, str, dict[str, str]]]) -> list[float]:
+    """Each incident's time to restore, from the jobs' own times (every job starts 10 s after its creation)."""
+    ends = sorted(
+        (created + timedelta(seconds=10 + seconds), environment, status)
+        for environment, created, seconds, status, _ in jobs
+    )
+    opened: dict[str, datetime] = {}
+    restores = []
+    for ended, environment, status in ends:
+        if status != "complete":
+            opened.setdefault(environment, ended)
+        elif environment in opened:
+            restores.append((ended - opened.pop(environment)).total_seconds())
+    return restores
 
 
 # -- through the worker -------------------------------------------------------------------
@@ -379,12 +515,17 @@ def rollup_rows(db: Database, org_id: str) -> dict[str, list[tuple[Any, ...]]]:
         return {
             model.__tablename__: sorted(
                 tuple(
-                    json.loads(value) if isinstance(value, str) and value.startswith("[") else value
+                    json.loads(value) if isinstance(value, str) and value[:1] in "[{" else value
                     for value in row
                 )
                 for row in session.execute(select(*model.__table__.c).where(model.org_id == org_id))
             )
-            for model in (DeploymentHourlyRollup, DeploymentMonthRollup)
+            for model in (
+                DeploymentHourlyRollup,
+                DeploymentMonthRollup,
+                DeploymentMetricRollup,
+                DeploymentIncident,
+            )
         }
 
 

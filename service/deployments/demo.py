@@ -30,8 +30,8 @@ from api.deployments import DeploymentRequest
 from service.agents.demo import DEMO_AGENTS, DEMO_FLEETS
 from service.agents.models import Agent, AgentVersion
 from service.db import Database, utcnow
-from service.deployments.analytics import rebuild_rollups
 from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentJobAgent
+from service.deployments.rollups import rebuild_rollups
 from service.deployments.service import config_hash, resolved_config
 from service.deployments.states import record_job_outcome, refresh_agent
 from service.environments.models import Environment

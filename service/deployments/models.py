@@ -111,7 +111,7 @@ class DeploymentSigningKey(Base):
 
 
 class DeploymentMonthRollup(Base):
-    """Ended jobs of an environment per UTC day of creation (service.deployments.analytics), a month
+    """Ended jobs of an environment per UTC day of creation (service.deployments.rollups), a month
     to a row: `jobs` and `failures` are JSON arrays with one number per day of `month`. A year's
     heatmap by day reads 13 rows per environment and sends them on as text, not 365 to format."""
 
@@ -150,6 +150,41 @@ class DeploymentHourlyRollup(Base):
     hour: Mapped[int] = mapped_column(Integer, primary_key=True)
     jobs: Mapped[int] = mapped_column(Integer)
     failures: Mapped[int] = mapped_column(Integer)
+
+
+class DeploymentMetricRollup(Base):
+    """An environment's delivery metrics for one UTC day or month of job creation
+    (service.deployments.rollups): ended, successful and failed jobs, and two histograms of seconds
+    (service.deployments.histograms) as JSON objects: job durations, and times to restore of the
+    incidents that began with a failure created that day or month."""
+
+    __tablename__ = "deployment_metric_rollups"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    span: Mapped[str] = mapped_column(String(8), primary_key=True)  # "day" or "month"
+    start: Mapped[date] = mapped_column(Date, primary_key=True)
+    jobs: Mapped[int] = mapped_column(Integer)
+    successes: Mapped[int] = mapped_column(Integer)
+    failures: Mapped[int] = mapped_column(Integer)
+    durations: Mapped[str] = mapped_column(Text)
+    restores: Mapped[str] = mapped_column(Text)
+
+
+class DeploymentIncident(Base):
+    """An environment's open incident: since its first failed job of a run ended, no job has
+    completed there. The next complete job closes it and counts its time to restore."""
+
+    __tablename__ = "deployment_incidents"
+
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    failed_at: Mapped[datetime] = mapped_column(UTCDateTime)  # when the run's first failure ended
+    day: Mapped[date] = mapped_column(Date)  # the UTC day that failed job was created
 
 
 class DeploymentState(Base):

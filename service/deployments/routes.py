@@ -31,7 +31,7 @@ from api.deployments import (
     StatusMatrix,
 )
 from service.crypto import cipher_for
-from service.deployments import analytics, history, service, states
+from service.deployments import heatmaps, history, metrics, service, states
 from service.deps import (
     Admin,
     AppSettings,
@@ -199,7 +199,7 @@ def deployment_heatmap(
 ) -> Response:
     """Ended jobs (by the UTC day and hour they were created) per environment and day or week, per
     agent and environment, or per weekday and hour; at most 731 days."""
-    body = analytics.heatmap(
+    body = heatmaps.heatmap(
         session,
         org_id=caller.org_id_for(org_slug),
         group_by=group_by,
@@ -224,7 +224,7 @@ def deployment_metrics(
 ) -> DeploymentMetrics:
     """Deployment frequency, change failure rate, median duration and time to restore, over the
     range, per period and per environment; at most 731 days."""
-    return analytics.metrics(
+    return metrics.metrics(
         session,
         org_id=caller.org_id_for(org_slug),
         period=period,

@@ -25,13 +25,13 @@ from sqlalchemy.orm import Session
 
 from service.crypto import DecryptionFailed, cipher_for
 from service.db import Database, insert_unless_taken, utcnow
-from service.deployments.analytics import record_job_end
 from service.deployments.models import (
     AgentDeployment,
     DeploymentJob,
     DeploymentJobAgent,
     DeploymentSigningKey,
 )
+from service.deployments.rollups import record_job_end
 from service.deployments.states import record_job_outcome
 from service.environments.models import Environment
 from service.environments.service import decrypt_secret_values

@@ -9,9 +9,9 @@ from streamlit.testing.v1 import AppTest
 from api import OrgdeckClient
 from api.deployments import DEFAULT_ANALYTICS_DAYS
 from service.agents.demo import seed_agents
-from service.deployments.analytics import rebuild_rollups
 from service.deployments.demo import seed_deployment_history, seed_deployments
 from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.rollups import rebuild_rollups
 from service.environments.demo import seed_environments
 from tests.console.conftest import texts
 from tests.test_deployment_analytics import org_id_of

@@ -6,8 +6,8 @@ from urllib.parse import parse_qs
 from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
-from service.deployments.analytics import rebuild_rollups
 from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.rollups import rebuild_rollups
 from tests.console.conftest import APP, texts
 from tests.test_deployment_analytics import org_id_of
 from tests.test_deployments import versioned_agent, wait_for_end

@@ -1,0 +1,316 @@
+"""The rollups deployment analytics read, kept in the transaction that ends each job.
+
+A job is counted once it has ended, on the UTC day and hour it was created:
+- by month, a JSON array with a number per day of jobs and of failures (the day and week heatmaps);
+- hourly (the weekday-by-hour heatmap);
+- per day and per month, the delivery metrics: ended, successful and failed jobs, and histograms
+  of job durations and of times to restore (service.deployments.metrics).
+
+An incident opens with the first failed job of a run in an environment and closes with the next
+complete job there, whenever either was created: its time to restore counts on the day the first
+failure was created. Loads that write jobs without the worker call `rebuild_rollups`.
+"""
+
+from __future__ import annotations
+
+import calendar
+import json
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from typing import Any
+
+from sqlalchemy import (
+    Integer,
+    Text,
+    cast,
+    delete,
+    func,
+    insert,
+    literal_column,
+    select,
+    text,
+)
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
+
+from api.deployments import (
+    FAILED_JOB_STATUSES,
+    FINISHED_JOB_STATUSES,
+)
+from service.db import dialect_name
+from service.deployments.dialects import failed_flag, utc_day, utc_hour
+from service.deployments.histograms import Histogram, bucket_of, dump
+from service.deployments.models import (
+    DeploymentHourlyRollup,
+    DeploymentIncident,
+    DeploymentJob,
+    DeploymentMetricRollup,
+    DeploymentMonthRollup,
+)
+
+ENDED = sorted(FINISHED_JOB_STATUSES)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """What the metrics count of an ended job."""
+
+    environment_id: str
+    status: str
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None  # unknown only for jobs that ended before jobs kept their end
+
+    @property
+    def succeeded(self) -> bool:
+        return self.status == "complete"
+
+    @property
+    def failed(self) -> bool:
+        return self.status in FAILED_JOB_STATUSES
+
+    @property
+    def day(self) -> date:
+        return self.created_at.astimezone(UTC).date()
+
+    @property
+    def ended_at(self) -> datetime:
+        return self.finished_at or self.created_at
+
+    @property
+    def duration_bucket(self) -> int | None:
+        if self.finished_at is None:
+            return None
+        # From datetimes, not database arithmetic: durations keep their microseconds everywhere.
+        return bucket_of((self.finished_at - (self.started_at or self.created_at)).total_seconds())
+
+
+@dataclass
+class MetricsCount:
+    """One environment's metrics over a day or month, as a rollup row holds them."""
+
+    jobs: int = 0
+    successes: int = 0
+    failures: int = 0
+    durations: Histogram = field(default_factory=Counter)
+    restores: Histogram = field(default_factory=Counter)
+
+
+def count_metrics(
+    jobs: Iterable[Ended],
+) -> tuple[dict[tuple[str, str, date], MetricsCount], dict[str, tuple[datetime, date]]]:
+    """The metrics rows of ended jobs given by environment and then by finish, keyed by
+    (environment, span, start), and each environment's incident still open (first failure's end
+    and creation day): what the worker would have kept had it ended these jobs one by one."""
+    rows: dict[tuple[str, str, date], MetricsCount] = defaultdict(MetricsCount)
+    open_incidents: dict[str, tuple[datetime, date]] = {}
+
+    def spans(environment_id: str, day: date) -> list[MetricsCount]:
+        return [rows[environment_id, "day", day], rows[environment_id, "month", day.replace(day=1)]]
+
+    for job in jobs:
+        for counted in spans(job.environment_id, job.day):
+            counted.jobs += 1
+            counted.successes += job.succeeded
+            counted.failures += job.failed
+            if job.duration_bucket is not None:
+                counted.durations[job.duration_bucket] += 1
+        if job.failed:
+            open_incidents.setdefault(job.environment_id, (job.ended_at, job.day))
+        elif job.succeeded and job.environment_id in open_incidents:
+            failed_at, day = open_incidents.pop(job.environment_id)
+            restore = bucket_of((job.ended_at - failed_at).total_seconds())
+            for counted in spans(job.environment_id, day):
+                counted.restores[restore] += 1
+    return rows, open_incidents
+
+
+def record_job_end(session: Session, job: DeploymentJob) -> None:
+    """Count a job that has just ended in the rollups of the UTC day and hour it was created."""
+    created = job.created_at.astimezone(UTC)
+    day = created.date()
+    keys: dict[str, Any] = {"org_id": job.org_id, "environment_id": job.environment_id, "day": day}
+    counts = {"jobs": 1, "failures": int(job.status in FAILED_JOB_STATUSES)}
+    _increment(session, DeploymentHourlyRollup, keys | {"hour": created.hour}, counts)
+    _increment_day_of_month(session, job.org_id, job.environment_id, day, counts)
+    _record_metrics(session, job, day)
+
+
+def _record_metrics(session: Session, job: DeploymentJob, day: date) -> None:
+    """Count the job in its day's and month's metrics, and open or close its environment's incident
+    (as `count_metrics` does for many jobs at once)."""
+    assert job.finished_at is not None
+    ended = Ended(job.environment_id, job.status, job.created_at, job.started_at, job.finished_at)
+    counts = {"jobs": 1, "successes": int(ended.succeeded), "failures": int(ended.failed)}
+    assert ended.duration_bucket is not None
+    _add_to_metrics(session, job.org_id, job.environment_id, day, counts, "durations", ended.duration_bucket)
+    if ended.failed:
+        # The first failure of a run opens the incident; later ones leave its start alone.
+        opening = _dialect_insert(session, DeploymentIncident).values(
+            environment_id=job.environment_id, org_id=job.org_id, failed_at=job.finished_at, day=day
+        )
+        session.execute(opening.on_conflict_do_nothing(index_elements=["environment_id"]))
+    elif ended.succeeded:
+        incident = DeploymentIncident
+        closed = session.execute(
+            delete(incident)
+            .where(incident.environment_id == job.environment_id, incident.failed_at <= job.finished_at)
+            .returning(incident.failed_at, incident.day)
+        ).first()
+        if closed is not None:
+            restore = bucket_of((job.finished_at - closed.failed_at).total_seconds())
+            _add_to_metrics(session, job.org_id, job.environment_id, closed.day, {}, "restores", restore)
+
+
+def _add_to_metrics(
+    session: Session,
+    org_id: str,
+    environment_id: str,
+    day: date,
+    counts: dict[str, int],
+    histogram: str,
+    bucket: int,
+) -> None:
+    """Add `counts` and one sample in `bucket` of the `histogram` column to the day's and the
+    month's metrics rows: one statement each, safe under concurrent workers."""
+    model, dialect = DeploymentMetricRollup, dialect_name(session)
+    first = {"jobs": 0, "successes": 0, "failures": 0, **counts, "durations": "{}", "restores": "{}"}
+    first[histogram] = f'{{"{bucket}":1}}'
+    added: dict[str, Any] = {name: getattr(model, name) + count for name, count in counts.items()}
+    added[histogram] = _add_to_bucket(dialect, getattr(model, histogram), bucket)
+    for span, start in (("day", day), ("month", day.replace(day=1))):
+        keys = {"org_id": org_id, "environment_id": environment_id, "span": span, "start": start}
+        statement = _dialect_insert(session, model).values(**keys, **first)
+        session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=added))
+
+
+def _add_to_bucket(dialect: str, histogram: ColumnElement[str], bucket: int) -> ColumnElement[str]:
+    """The JSON object `histogram` with one added to its count at key `bucket`."""
+    if dialect == "postgresql":
+        counts = cast(histogram, JSONB)
+        count = func.coalesce(cast(counts[str(bucket)].astext, Integer), 0) + 1
+        path = cast(literal_column(f"'{{{bucket}}}'"), ARRAY(Text))
+        return cast(func.jsonb_set(counts, path, func.to_jsonb(count)), Text)
+    path = literal_column(f"'$.\"{bucket}\"'")
+    return func.json_set(histogram, path, func.coalesce(func.json_extract(histogram, path), 0) + 1)
+
+
+def _dialect_insert(session: Session, model: type[Any]) -> Any:
+    return (postgresql if dialect_name(session) == "postgresql" else sqlite).insert(model)
+
+
+def _increment(session: Session, model: type[Any], keys: dict[str, Any], counts: dict[str, int]) -> None:
+    """Add `counts` to the row at `keys`: one statement, safe under concurrent workers."""
+    statement = _dialect_insert(session, model).values(**keys, **counts)
+    added = {name: getattr(model, name) + getattr(statement.excluded, name) for name in counts}
+    session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=added))
+
+
+def _increment_day_of_month(
+    session: Session, org_id: str, environment_id: str, day: date, counts: dict[str, int]
+) -> None:
+    """Add `counts` to the day's place in its month row: one statement, like `_increment`."""
+    month, index = day.replace(day=1), day.day - 1
+    model, dialect = DeploymentMonthRollup, dialect_name(session)
+    first = {name: _month_text(month, {index: count}) for name, count in counts.items()}
+    statement = _dialect_insert(session, model).values(
+        org_id=org_id, environment_id=environment_id, month=month, **first
+    )
+    added = {name: _add_at(dialect, getattr(model, name), index, count) for name, count in counts.items()}
+    session.execute(
+        statement.on_conflict_do_update(index_elements=["org_id", "environment_id", "month"], set_=added)
+    )
+
+
+def _add_at(dialect: str, numbers: ColumnElement[str], index: int, count: int) -> ColumnElement[str]:
+    """The JSON array `numbers` with `count` added to its element at `index`."""
+    if dialect == "postgresql":
+        array = cast(numbers, JSONB)
+        element = cast(array[index].astext, Integer) + count
+        path = cast(literal_column(f"'{{{index}}}'"), ARRAY(Text))
+        return cast(func.jsonb_set(array, path, func.to_jsonb(element)), Text)
+    path = literal_column(f"'$[{index}]'")
+    return func.json_set(numbers, path, func.json_extract(numbers, path) + count)
+
+
+def _month_text(month: date, counts: dict[int, int]) -> str:
+    """A month's numbers as JSON: `counts` by day index, zero elsewhere."""
+    numbers = [counts.get(index, 0) for index in range(calendar.monthrange(month.year, month.month)[1])]
+    return json.dumps(numbers, separators=(",", ":"))
+
+
+def rebuild_rollups(session: Session, *, org_id: str) -> None:
+    """Recount the org's rollups from its jobs, for loads that write jobs without the worker."""
+    hourly, monthly = DeploymentHourlyRollup, DeploymentMonthRollup
+    dialect = dialect_name(session)
+    if dialect == "postgresql":
+        # Job ends wait until the recount commits (SQLite has one writer anyway): a job ending
+        # meanwhile is counted once, by the recount or on top of it, never twice or lost.
+        tables = ", ".join(
+            model.__tablename__ for model in (hourly, monthly, DeploymentMetricRollup, DeploymentIncident)
+        )
+        session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
+    session.execute(delete(hourly).where(hourly.org_id == org_id))
+    session.execute(delete(monthly).where(monthly.org_id == org_id))
+    job = DeploymentJob
+    day, hour = utc_day(dialect, job.created_at), utc_hour(dialect, job.created_at)
+    per_hour = (
+        select(job.org_id, job.environment_id, day, hour, func.count(), func.sum(failed_flag(job.status)))
+        .where(job.org_id == org_id, job.status.in_(ENDED))
+        .group_by(job.org_id, job.environment_id, day, hour)
+    )
+    columns = ["org_id", "environment_id", "day", "hour", "jobs", "failures"]
+    session.execute(insert(hourly).from_select(columns, per_hour))
+    months: dict[tuple[str, date], tuple[dict[int, int], dict[int, int]]] = {}
+    per_day = (
+        select(hourly.environment_id, hourly.day, func.sum(hourly.jobs), func.sum(hourly.failures))
+        .where(hourly.org_id == org_id)
+        .group_by(hourly.environment_id, hourly.day)
+    )
+    for environment_id, day, jobs, failures in session.execute(per_day):
+        counts = months.setdefault((environment_id, day.replace(day=1)), ({}, {}))
+        counts[0][day.day - 1], counts[1][day.day - 1] = jobs, failures
+    rows = [
+        {"org_id": org_id, "environment_id": environment_id, "month": month}
+        | {"jobs": _month_text(month, jobs), "failures": _month_text(month, failures)}
+        for (environment_id, month), (jobs, failures) in months.items()
+    ]
+    if rows:
+        session.execute(insert(monthly), rows)
+    _rebuild_metrics(session, org_id)
+
+
+def _rebuild_metrics(session: Session, org_id: str) -> None:
+    metric, incident, job = DeploymentMetricRollup, DeploymentIncident, DeploymentJob
+    session.execute(delete(metric).where(metric.org_id == org_id))
+    session.execute(delete(incident).where(incident.org_id == org_id))
+    ended = (
+        select(job.environment_id, job.status, job.created_at, job.started_at, job.finished_at)
+        .where(job.org_id == org_id, job.status.in_(ENDED))
+        .order_by(job.environment_id, job.finished_at, job.id)
+    )
+    rows, open_incidents = count_metrics(Ended(*row) for row in session.execute(ended))
+    if rows:
+        session.execute(insert(metric), metric_rows(org_id, rows))
+    if open_incidents:
+        session.execute(
+            insert(incident),
+            [
+                {"environment_id": environment_id, "org_id": org_id, "failed_at": failed_at, "day": day}
+                for environment_id, (failed_at, day) in open_incidents.items()
+            ],
+        )
+
+
+def metric_rows(org_id: str, counted: dict[tuple[str, str, date], MetricsCount]) -> list[dict[str, Any]]:
+    """Counted metrics as rows of DeploymentMetricRollup."""
+    return [
+        {"org_id": org_id, "environment_id": environment_id, "span": span, "start": start}
+        | {"jobs": count.jobs, "successes": count.successes, "failures": count.failures}
+        | {"durations": dump(count.durations), "restores": dump(count.restores)}
+        for (environment_id, span, start), count in counted.items()
+    ]
