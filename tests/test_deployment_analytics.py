@@ -19,6 +19,7 @@ from service.db import Database, utcnow
 from service.deployments import service as deployments
 from service.deployments.histograms import BUCKET_RATIO
 from service.deployments.models import (
+    DeploymentAgentRollup,
     DeploymentHourlyRollup,
     DeploymentIncident,
     DeploymentMetricRollup,
@@ -341,6 +342,24 @@ def test_metrics_by_day_and_month_and_for_one_environment(fixture):
     assert only_b.counted_from == date(2025, 3, 5)
 
 
+def test_the_agent_heatmap_of_whole_months_matches_the_sum_of_its_days(fixture):
+    whole = cells(
+        fixture.client.deployments.heatmap(group_by="agent", start=date(2025, 2, 20), end=date(2025, 4, 2))
+    )
+    halves = [
+        fixture.client.deployments.heatmap(group_by="agent", start=first, end=last)
+        for first, last in [(date(2025, 2, 20), date(2025, 3, 9)), (date(2025, 3, 10), date(2025, 4, 2))]
+    ]
+    summed: dict[tuple[str, str], tuple[int, int]] = {}
+    for half in halves:
+        for key, (count, failures, _) in cells(half).items():
+            before = summed.get(key, (0, 0))
+            summed[key] = (before[0] + count, before[1] + failures)
+    assert {key: value[:2] for key, value in whole.items()} == summed
+    # Every agent result of JOBS: alpha 8 (3 failed), beta 4 (2 failed) across both environments.
+    assert tuple(map(sum, zip(*summed.values(), strict=True))) == (12, 5)
+
+
 def test_whole_months_read_from_month_rows_as_from_their_days(fixture):
     """A range of whole months reads each month's own row: the figures are the days' figures."""
     fixture.add_jobs(
@@ -509,6 +528,15 @@ def org_id_of_slug(db: Database, slug: str) -> str:
         return org_id_of(session, slug)
 
 
+ROLLUPS = (
+    DeploymentHourlyRollup,
+    DeploymentMonthRollup,
+    DeploymentMetricRollup,
+    DeploymentIncident,
+    DeploymentAgentRollup,
+)
+
+
 def rollup_rows(db: Database, org_id: str) -> dict[str, list[tuple[Any, ...]]]:
     """Each rollup's rows, with the month rows' arrays read as lists (the text may differ in spacing)."""
     with db.session() as session:
@@ -520,12 +548,7 @@ def rollup_rows(db: Database, org_id: str) -> dict[str, list[tuple[Any, ...]]]:
                 )
                 for row in session.execute(select(*model.__table__.c).where(model.org_id == org_id))
             )
-            for model in (
-                DeploymentHourlyRollup,
-                DeploymentMonthRollup,
-                DeploymentMetricRollup,
-                DeploymentIncident,
-            )
+            for model in ROLLUPS
         }
 
 

@@ -10,6 +10,7 @@ from datetime import date, datetime
 
 from sqlalchemy import (
     Date,
+    DateTime,
     Integer,
     case,
     cast,
@@ -44,3 +45,9 @@ def weekday(dialect: str, day: ColumnElement[date]) -> ColumnElement[int]:
     if dialect == "postgresql":
         return cast(extract("isodow", day), Integer) - 1
     return (cast(func.strftime(literal_column("'%w'"), day), Integer) + 6) % 7
+
+
+def month_start(dialect: str, day: ColumnElement[date]) -> ColumnElement[date]:
+    if dialect == "postgresql":
+        return cast(func.date_trunc(literal_column("'month'"), cast(day, DateTime)), Date)
+    return func.date(day, literal_column("'start of month'"), type_=Date)

@@ -17,11 +17,13 @@ from sqlalchemy import (
     Select,
     Subquery,
     Text,
+    and_,
     bindparam,
     case,
     cast,
     func,
     literal_column,
+    or_,
     select,
 )
 from sqlalchemy.orm import Session
@@ -34,13 +36,17 @@ from service.agents.models import Agent
 from service.db import dialect_name
 from service.deployments.dialects import weekday
 from service.deployments.models import (
+    DeploymentAgentRollup,
     DeploymentHourlyRollup,
-    DeploymentJob,
-    DeploymentJobAgent,
     DeploymentMonthRollup,
 )
-from service.deployments.ranges import analysed_environments, analytics_range, bounds, period_starts
-from service.deployments.rollups import ENDED
+from service.deployments.ranges import (
+    analysed_environments,
+    analytics_range,
+    days_outside,
+    period_starts,
+    whole_months,
+)
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
@@ -217,8 +223,7 @@ def _cells(
     environment_id: str | None,
 ) -> list[tuple[str, str, int, int]]:
     """The grid's `(row, column, jobs, failures)` cells where jobs exist, counted by the database."""
-    since, until = bounds(start, end)
-    values = {"org_id": org_id, "start": start, "end": end, "since": since, "until": until}
+    values = {"org_id": org_id, "start": start, "end": end} | _agent_spans(start, end)
     if environment_id is not None:
         values["environment_id"] = environment_id
     statement = _cells_statement(dialect_name(session), group_by, filtered=environment_id is not None)
@@ -310,27 +315,47 @@ def _by_weekday_hour(dialect: str, environment_id: BindParameter[str] | None) ->
 
 
 def _by_agent(environment_id: BindParameter[str] | None) -> Select[Any]:
-    """(agent, environment) → results, failed results: each agent's part in the jobs that ended."""
-    job, result = DeploymentJob, DeploymentJobAgent
+    """(agent, environment) → results, failed results, from the agent rollup: the months the range
+    covers whole from their own rows, the days around them from theirs (`_agent_spans`)."""
+    rollup = DeploymentAgentRollup
+    spans = [
+        and_(
+            rollup.span == "day",
+            rollup.start.between(bindparam(f"days{n}_first"), bindparam(f"days{n}_last")),
+        )
+        for n in (1, 2)
+    ]
+    months = and_(
+        rollup.span == "month", rollup.start.between(bindparam("months_first"), bindparam("months_last"))
+    )
     query = (
         select(
-            result.stable_key.label("row"),
-            job.environment_id.label("column"),
-            func.count().label("jobs"),
-            func.sum(case((result.status == "error", 1), else_=0)).label("failures"),
+            rollup.stable_key.label("row"),
+            rollup.environment_id.label("column"),
+            func.sum(rollup.results).label("jobs"),
+            func.sum(rollup.failures).label("failures"),
         )
-        .join(job, job.id == result.job_id)
-        .where(
-            job.org_id == bindparam("org_id"),
-            job.created_at >= bindparam("since"),
-            job.created_at < bindparam("until"),
-            job.status.in_(ENDED),
-        )
-        .group_by(result.stable_key, job.environment_id)
+        .where(rollup.org_id == bindparam("org_id"), or_(*spans, months))
+        .group_by(rollup.stable_key, rollup.environment_id)
     )
     if environment_id is not None:
-        query = query.where(job.environment_id == environment_id)
+        query = query.where(rollup.environment_id == environment_id)
     return query
+
+
+def _agent_spans(start: date, end: date) -> dict[str, date]:
+    """The parameters of `_by_agent`: at most two stretches of days and one of whole months, an
+    empty stretch where there is none."""
+    months = whole_months(start, end)
+    days = days_outside(start, end, months)
+    empty = (date.max, date.min)
+    values = {
+        "months_first": months[0] if months else date.max,
+        "months_last": months[-1] if months else date.min,
+    }
+    for n, (first, last) in enumerate([*days, empty, empty][:2], start=1):
+        values[f"days{n}_first"], values[f"days{n}_last"] = first, last
+    return values
 
 
 def _cells_json(dialect: str, grouped: Subquery) -> Select[Any]:

@@ -33,9 +33,11 @@ from service.deployments.models import DeploymentMetricRollup, DeploymentMonthRo
 from service.deployments.ranges import (
     analysed_environments,
     analytics_range,
+    days_outside,
     next_period,
     period_start,
     period_starts,
+    whole_months,
 )
 from service.deployments.rollups import MetricsCount
 
@@ -121,10 +123,10 @@ def _read(
     """(environment, period start, its counts) of every rollup row the range needs: a month's own
     row where a month period covers all of the month that has happened, else each day's."""
     model = DeploymentMetricRollup
-    months = _whole_months(start, end, firsts) if period == "month" else []
+    months = whole_months(start, end) if period == "month" else []
     wanted = [
         and_(model.span == "day", model.start.between(first, last))
-        for first, last in _days_left(start, end, months)
+        for first, last in days_outside(start, end, months)
     ]
     if months:
         wanted.append(and_(model.span == "month", model.start.between(months[0], months[-1])))
@@ -142,26 +144,6 @@ def _read(
     for environment, first, jobs, successes, failures, durations, restores in session.execute(query):
         counts = MetricsCount(jobs, successes, failures, _parsed(durations), _parsed(restores))
         yield environment, period_start(first, period), counts
-
-
-def _whole_months(start: date, end: date, firsts: list[date]) -> list[date]:
-    """The months the range covers from their first day to their last or to today: a month's row
-    counts them all (no job is created after today)."""
-    today = utcnow().date()
-    return [
-        first
-        for first in firsts
-        if start <= first and min(next_period(first, "month") - timedelta(days=1), today) <= end
-    ]
-
-
-def _days_left(start: date, end: date, months: list[date]) -> list[tuple[date, date]]:
-    """The stretches of start..end outside the (consecutive) whole months."""
-    if not months:
-        return [(start, end)]
-    after = next_period(months[-1], "month")
-    stretches = [(start, months[0] - timedelta(days=1)), (after, end)]
-    return [(first, last) for first, last in stretches if first <= last]
 
 
 @functools.lru_cache(maxsize=8192)

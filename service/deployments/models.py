@@ -160,17 +160,35 @@ class DeploymentMetricRollup(Base):
 
     __tablename__ = "deployment_metric_rollups"
 
+    # Ranges are read across environments: the key leads with the span and its start.
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    span: Mapped[str] = mapped_column(String(8), primary_key=True)  # "day" or "month"
+    start: Mapped[date] = mapped_column(Date, primary_key=True)
     environment_id: Mapped[str] = mapped_column(
         ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
     )
-    span: Mapped[str] = mapped_column(String(8), primary_key=True)  # "day" or "month"
-    start: Mapped[date] = mapped_column(Date, primary_key=True)
     jobs: Mapped[int] = mapped_column(Integer)
     successes: Mapped[int] = mapped_column(Integer)
     failures: Mapped[int] = mapped_column(Integer)
     durations: Mapped[str] = mapped_column(Text)
     restores: Mapped[str] = mapped_column(Text)
+
+
+class DeploymentAgentRollup(Base):
+    """Agents' results in an environment per UTC day or month of their job's creation: what the
+    agent-by-environment heatmap reads (service.deployments.rollups)."""
+
+    __tablename__ = "deployment_agent_rollups"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    span: Mapped[str] = mapped_column(String(8), primary_key=True)  # "day" or "month"
+    start: Mapped[date] = mapped_column(Date, primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    stable_key: Mapped[str] = mapped_column(String(100), primary_key=True)
+    results: Mapped[int] = mapped_column(Integer)
+    failures: Mapped[int] = mapped_column(Integer)
 
 
 class DeploymentIncident(Base):

@@ -71,6 +71,26 @@ def days_within(first: date, period: str, start: date, end: date) -> int:
     return (min(last, end) - max(first, start)).days + 1
 
 
+def whole_months(start: date, end: date) -> list[date]:
+    """The months the range covers from their first day to their last or to today: a month's row
+    counts them all (no job is created after today)."""
+    today = utcnow().date()
+    return [
+        first
+        for first in period_starts(start, end, "month")
+        if start <= first and min(next_period(first, "month") - timedelta(days=1), today) <= end
+    ]
+
+
+def days_outside(start: date, end: date, months: list[date]) -> list[tuple[date, date]]:
+    """The stretches of start..end outside the (consecutive) whole months."""
+    if not months:
+        return [(start, end)]
+    after = next_period(months[-1], "month")
+    stretches = [(start, months[0] - timedelta(days=1)), (after, end)]
+    return [(first, last) for first, last in stretches if first <= last]
+
+
 def analysed_environments(
     session: Session, *, org_id: str, environment_id: str | None
 ) -> list[dict[str, str]]:

@@ -24,6 +24,7 @@ from typing import Any
 from sqlalchemy import (
     Integer,
     Text,
+    case,
     cast,
     delete,
     func,
@@ -34,6 +35,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
+from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
@@ -42,12 +44,14 @@ from api.deployments import (
     FINISHED_JOB_STATUSES,
 )
 from service.db import dialect_name
-from service.deployments.dialects import failed_flag, utc_day, utc_hour
+from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
+    DeploymentAgentRollup,
     DeploymentHourlyRollup,
     DeploymentIncident,
     DeploymentJob,
+    DeploymentJobAgent,
     DeploymentMetricRollup,
     DeploymentMonthRollup,
 )
@@ -138,6 +142,11 @@ def record_job_end(session: Session, job: DeploymentJob) -> None:
     _increment(session, DeploymentHourlyRollup, keys | {"hour": created.hour}, counts)
     _increment_day_of_month(session, job.org_id, job.environment_id, day, counts)
     _record_metrics(session, job, day)
+    for result in job.agent_rows:
+        failed = {"results": 1, "failures": int(result.status == "error")}
+        for span, start in (("day", day), ("month", day.replace(day=1))):
+            keys = {"org_id": job.org_id, "span": span, "start": start, "environment_id": job.environment_id}
+            _increment(session, DeploymentAgentRollup, keys | {"stable_key": result.stable_key}, failed)
 
 
 def _record_metrics(session: Session, job: DeploymentJob, day: date) -> None:
@@ -251,7 +260,8 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
         # Job ends wait until the recount commits (SQLite has one writer anyway): a job ending
         # meanwhile is counted once, by the recount or on top of it, never twice or lost.
         tables = ", ".join(
-            model.__tablename__ for model in (hourly, monthly, DeploymentMetricRollup, DeploymentIncident)
+            model.__tablename__
+            for model in (hourly, monthly, DeploymentMetricRollup, DeploymentIncident, DeploymentAgentRollup)
         )
         session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(delete(hourly).where(hourly.org_id == org_id))
@@ -282,6 +292,46 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
     if rows:
         session.execute(insert(monthly), rows)
     _rebuild_metrics(session, org_id)
+    count_agent_results(session, org_id, dialect)
+
+
+def count_agent_results(executor: Session | Connection, org_id: str, dialect: str) -> None:
+    """Recount the org's agent rollups from its ended jobs' agent results: the days, then the
+    months from the days."""
+    rollup, job, result = DeploymentAgentRollup, DeploymentJob, DeploymentJobAgent
+    executor.execute(delete(rollup).where(rollup.org_id == org_id))
+    day = utc_day(dialect, job.created_at)
+    per_day = (
+        select(
+            job.org_id,
+            literal_column("'day'"),
+            day,
+            job.environment_id,
+            result.stable_key,
+            func.count(),
+            func.sum(case((result.status == "error", 1), else_=0)),
+        )
+        .join(job, job.id == result.job_id)
+        .where(job.org_id == org_id, job.status.in_(ENDED))
+        .group_by(job.org_id, day, job.environment_id, result.stable_key)
+    )
+    columns = ["org_id", "span", "start", "environment_id", "stable_key", "results", "failures"]
+    executor.execute(insert(rollup).from_select(columns, per_day))
+    month = month_start(dialect, rollup.start)
+    per_month = (
+        select(
+            rollup.org_id,
+            literal_column("'month'"),
+            month,
+            rollup.environment_id,
+            rollup.stable_key,
+            func.sum(rollup.results),
+            func.sum(rollup.failures),
+        )
+        .where(rollup.org_id == org_id, rollup.span == "day")
+        .group_by(rollup.org_id, month, rollup.environment_id, rollup.stable_key)
+    )
+    executor.execute(insert(rollup).from_select(columns, per_month))
 
 
 def _rebuild_metrics(session: Session, org_id: str) -> None:

@@ -1,4 +1,4 @@
-"""delivery metrics kept per day and month (counts and histograms), and open incidents
+"""delivery metrics and agents' results kept per day and month, and open incidents
 
 The rollups are counted from the jobs that have ended so far, as the worker would have kept them.
 
@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from alembic import op
 
 import service.db
-from service.deployments.rollups import Ended, count_metrics, metric_rows
+from service.deployments.rollups import Ended, count_agent_results, count_metrics, metric_rows
 
 revision = "0020_deployment_metric_rollups"
 down_revision = "0018_members_audit"
@@ -25,38 +25,45 @@ ENDED = ("complete", "error", "partial")
 def upgrade() -> None:
     metrics = op.create_table(
         "deployment_metric_rollups",
-        sa.Column(
-            "org_id", sa.String(), sa.ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True
-        ),
-        sa.Column(
-            "environment_id",
-            sa.String(),
-            sa.ForeignKey("environments.id", ondelete="CASCADE"),
-            primary_key=True,
-        ),
-        sa.Column("span", sa.String(8), primary_key=True),
-        sa.Column("start", sa.Date(), primary_key=True),
+        *_span_key(),
         sa.Column("jobs", sa.Integer(), nullable=False),
         sa.Column("successes", sa.Integer(), nullable=False),
         sa.Column("failures", sa.Integer(), nullable=False),
         sa.Column("durations", sa.Text(), nullable=False),
         sa.Column("restores", sa.Text(), nullable=False),
     )
+    op.create_table(
+        "deployment_agent_rollups",
+        *_span_key(),
+        sa.Column("stable_key", sa.String(100), primary_key=True),
+        sa.Column("results", sa.Integer(), nullable=False),
+        sa.Column("failures", sa.Integer(), nullable=False),
+    )
     incidents = op.create_table(
         "deployment_incidents",
-        sa.Column(
-            "environment_id",
-            sa.String(),
-            sa.ForeignKey("environments.id", ondelete="CASCADE"),
-            primary_key=True,
-        ),
-        sa.Column(
-            "org_id", sa.String(), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False
-        ),
+        sa.Column("environment_id", sa.String(), _environment(), primary_key=True),
+        sa.Column("org_id", sa.String(), _organization(), nullable=False),
         sa.Column("failed_at", service.db.UTCDateTime(), nullable=False),
         sa.Column("day", sa.Date(), nullable=False),
     )
     _backfill(metrics, incidents)
+
+
+def _span_key() -> list[sa.Column]:
+    return [
+        sa.Column("org_id", sa.String(), _organization(), primary_key=True),
+        sa.Column("span", sa.String(8), primary_key=True),
+        sa.Column("start", sa.Date(), primary_key=True),
+        sa.Column("environment_id", sa.String(), _environment(), primary_key=True),
+    ]
+
+
+def _organization() -> sa.ForeignKey:
+    return sa.ForeignKey("organizations.id", ondelete="CASCADE")
+
+
+def _environment() -> sa.ForeignKey:
+    return sa.ForeignKey("environments.id", ondelete="CASCADE")
 
 
 def _backfill(metrics: sa.Table, incidents: sa.Table) -> None:
@@ -71,7 +78,8 @@ def _backfill(metrics: sa.Table, incidents: sa.Table) -> None:
         sa.column("finished_at", service.db.UTCDateTime()),
     )
     bind = op.get_bind()
-    for (org_id,) in bind.execute(sa.select(jobs.c.org_id).distinct()):
+    for (org_id,) in bind.execute(sa.select(jobs.c.org_id).distinct()).all():
+        count_agent_results(bind, org_id, bind.dialect.name)
         ended = bind.execute(
             sa.select(
                 jobs.c.environment_id, jobs.c.status, jobs.c.created_at, jobs.c.started_at, jobs.c.finished_at
@@ -94,4 +102,5 @@ def _backfill(metrics: sa.Table, incidents: sa.Table) -> None:
 
 def downgrade() -> None:
     op.drop_table("deployment_incidents")
+    op.drop_table("deployment_agent_rollups")
     op.drop_table("deployment_metric_rollups")
