@@ -12,11 +12,13 @@ authenticated baseline GET /api/api-keys?orgSlug=:
 - the jobs list filtered by `status` and `environmentId` (reach: median ≤ 2x the baseline's),
 - the heatmap of the last 365 days by day, every environment (reach: median ≤ 3x), and the
   same by week,
+- the delivery metrics of the last 365 days by month (reach: median ≤ 3x),
+- the agent x environment heatmap of the last 90 days (reach: median ≤ 3x),
 - the status matrix as the console first asks for it (reach: median ≤ 3x; n/a without the route).
 
-Then times single requests, with no other load, of the analytics not loaded above (the
-weekday-by-hour and agent heatmaps and the metrics) and of the jobs lists the console opens from a
-heatmap cell (one environment, one day) and from the Overview (failed jobs of the last 7 days).
+Then times single requests, with no other load, of the weekday-by-hour heatmap, the metrics by
+week, and the jobs lists the console opens from a heatmap cell (one environment, one day) and from
+the Overview (failed jobs of the last 7 days).
 """
 
 from __future__ import annotations
@@ -79,7 +81,14 @@ CREATE_THREADS = 4
 # Distinct paths each target cycles through, so no one query stays hot.
 PATHS_PER_TARGET = 20
 HEATMAP_DAYS = 365
-REACH = {"jobs": 2.0, "heatmap": 3.0, "heatmap_week": 3.0, "status": 3.0}
+REACH = {
+    "jobs": 2.0,
+    "heatmap": 3.0,
+    "heatmap_week": 3.0,
+    "metrics": 3.0,
+    "agent_heatmap": 3.0,
+    "status": 3.0,
+}
 SINGLE_REQUESTS = 3
 
 
@@ -301,18 +310,14 @@ def jobs_paths(org: OrgKey, catalogue: Catalogue) -> list[str]:
     ]
 
 
-def heatmap_paths(org: OrgKey, **query: str) -> list[str]:
-    """The last HEATMAP_DAYS days, ending on each of the last PATHS_PER_TARGET days."""
+def heatmap_paths(
+    org: OrgKey, route: str = "agents/deployments/heatmap", days: int = HEATMAP_DAYS, **query: str
+) -> list[str]:
+    """The last `days` days, ending on each of the last PATHS_PER_TARGET days."""
     today = utcnow().date()
-    ends = [today - timedelta(days=days) for days in range(PATHS_PER_TARGET)]
+    ends = [today - timedelta(days=back) for back in range(PATHS_PER_TARGET)]
     return [
-        path(
-            "agents/deployments/heatmap",
-            org,
-            start=(end - timedelta(days=HEATMAP_DAYS - 1)).isoformat(),
-            end=end.isoformat(),
-            **query,
-        )
+        path(route, org, start=(end - timedelta(days=days - 1)).isoformat(), end=end.isoformat(), **query)
         for end in ends
     ]
 
@@ -360,12 +365,7 @@ def single_requests(base_url: str, org: OrgKey, catalogue: Catalogue) -> list[li
             "heatmap, 365 days weekday x hour",
             path("agents/deployments/heatmap", org, groupBy="weekday_hour", **year),
         ),
-        (
-            "heatmap, 90 days agent x environment",
-            path("agents/deployments/heatmap", org, groupBy="agent", **quarter),
-        ),
         ("metrics, 90 days by week", path("agents/deployments/metrics", org, period="week", **quarter)),
-        ("metrics, 365 days by month", path("agents/deployments/metrics", org, period="month", **year)),
     ]
     rows = []
     with httpx.Client(base_url=base_url, headers=org.headers, timeout=300) as http:
@@ -410,6 +410,8 @@ LABELS = {
     "jobs": "jobs, status + environmentId",
     "heatmap": f"heatmap, {HEATMAP_DAYS} days x environments",
     "heatmap_week": f"heatmap, {HEATMAP_DAYS} days by week x environments",
+    "metrics": f"metrics, {HEATMAP_DAYS} days by month",
+    "agent_heatmap": "heatmap, 90 days agent x environment",
     "status": "status matrix (default page)",
 }
 LOAD_HEADERS = ["Target", "req/s", "p50 ms", "p99 ms", "p50 / baseline", "p99 / baseline", "reach (p50)", ""]
@@ -434,7 +436,20 @@ def main(argv: list[str] | None = None) -> int:
         jobs = cycling(LABELS["jobs"], service, org, jobs_paths(org, catalogue))
         heatmap = cycling(LABELS["heatmap"], service, org, heatmap_paths(org))
         by_week = cycling(LABELS["heatmap_week"], service, org, heatmap_paths(org, bucket="week"))
-        loaded = {"baseline": baseline, "jobs": jobs, "heatmap": heatmap, "heatmap_week": by_week}
+        metrics = cycling(
+            LABELS["metrics"], service, org, heatmap_paths(org, "agents/deployments/metrics", period="month")
+        )
+        by_agent = cycling(
+            LABELS["agent_heatmap"], service, org, heatmap_paths(org, days=90, groupBy="agent")
+        )
+        loaded = {
+            "baseline": baseline,
+            "jobs": jobs,
+            "heatmap": heatmap,
+            "heatmap_week": by_week,
+            "metrics": metrics,
+            "agent_heatmap": by_agent,
+        }
         prime(service.origin, org, list(loaded.values()))
         series = dict(zip(loaded, measure(list(loaded.values()), load), strict=True))
         singles = single_requests(service.origin, org, catalogue)

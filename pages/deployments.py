@@ -219,28 +219,31 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
             per_day(totals.deployments_per_day),
             lambda f: f.deployments_per_day,
             per_day,
-            f"{totals.deployments} jobs from {metrics.start} to {metrics.end}.{since}",
+            f"Successful (complete) jobs per elapsed day: {totals.successes} from {metrics.start} to "
+            f"{metrics.end}, over the days that have passed.{since}",
         ),
         (
             "Change failure rate",
             percent(totals.change_failure_rate),
             lambda f: f.change_failure_rate,
             lambda v: f"{v * 100:.1f} pts",
-            f"{totals.failures} of {totals.deployments} jobs failed in part or in full.",
+            f"{totals.failures} of {totals.deployments} ended jobs failed in part or in full: the "
+            "deployment-failure proxy (a deployment that succeeds and then misbehaves is not seen here).",
         ),
         (
             "Median job duration",
             short_duration(totals.median_duration_seconds),
             lambda f: f.median_duration_seconds,
             short_duration,
-            "From a worker starting a job to its end.",
+            "From a worker starting a job to its end; within 4.4 % of the exact median.",
         ),
         (
             "Median time to restore",
             short_duration(totals.median_time_to_restore_seconds),
             lambda f: f.median_time_to_restore_seconds,
             short_duration,
-            "From a failed job to the next complete one in the same environment.",
+            "Per incident: from the end of the first failed job of a run to the end of the next "
+            "complete job in the same environment; within 4.4 % of the exact median.",
         ),
     ]
     # Tiles of a fixed width that wrap: four abreast in a wide window, two by two in a narrow one.
@@ -258,6 +261,20 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
             border=True,
             help=help_text + against,
             width=TILE_WIDTH,
+        )
+    counted = st.container(horizontal=True, gap="small")
+    days = (metrics.start, metrics.end)
+    for label, statuses in (
+        (f"Complete jobs ({totals.successes:,})", ["complete"]),
+        (f"Failed jobs ({totals.failures:,})", FAILED),
+    ):
+        counted.button(
+            label,
+            icon=":material/list:",
+            type="tertiary",
+            on_click=open_jobs,
+            kwargs={"statuses": statuses, "days": days},
+            help="Open the jobs these figures count in the Jobs tab.",
         )
 
 

@@ -263,3 +263,21 @@ def test_a_revoked_key_is_explained_not_a_traceback(console, server, org):
     assert not app.exception, app.exception
     assert "Could not list environments" in texts(app)
     assert "The API key was refused" in texts(app)
+
+
+def test_the_metric_tiles_open_the_jobs_they_count(console, server, org, db):
+    with org_client(server, org) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        versioned_agent(orgdeck, "alpha")
+        jobs = [wait_for_end(orgdeck, orgdeck.deployments.deploy(staging.id, ["alpha"]).id) for _ in range(3)]
+    with db.session(write=True) as session:  # one of the three failed
+        session.get(JobRow, jobs[0].id).status = "error"
+        rebuild_rollups(session, org_id=org_id_of(session, org.slug))
+    app = console(PAGE)
+    frequency = next(m for m in app.metric if m.label == "Deployment frequency")
+    assert "Successful (complete) jobs per elapsed day: 2 from" in frequency.help
+    button(app, "Failed jobs (1)").click().run()
+    assert app.session_state[TAB] == "Jobs"
+    assert list(app.dataframe[0].value["Status"]) == ["error"]
+    button(app, "Complete jobs (2)").click().run()
+    assert list(app.dataframe[0].value["Status"]) == ["complete", "complete"]
