@@ -279,5 +279,6 @@ def test_the_metric_tiles_open_the_jobs_they_count(console, server, org, db):
     button(app, "Failed jobs (1)").click().run()
     assert app.session_state[TAB] == "Jobs"
     assert list(app.dataframe[0].value["Status"]) == ["error"]
+    app = console(PAGE)
     button(app, "Complete jobs (2)").click().run()
     assert list(app.dataframe[0].value["Status"]) == ["complete", "complete"]
