@@ -46,6 +46,7 @@ from bench.common import (
     measure,
     orgdeck_service,
     ratio,
+    run,
     scratch_directory,
     series_rows,
 )
@@ -260,7 +261,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)

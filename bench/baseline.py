@@ -23,7 +23,6 @@ from bench.common import (
     LEGEND,
     RATIO_HEADERS,
     SERIES_HEADERS,
-    BenchError,
     Series,
     Target,
     add_arguments,
@@ -35,6 +34,7 @@ from bench.common import (
     measure,
     orgdeck_service,
     ratio,
+    run,
     scratch_directory,
     series_rows,
 )
@@ -94,7 +94,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)

@@ -19,10 +19,11 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager, redirect_stdout
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TextIO
 
 import httpx
 
@@ -510,3 +511,44 @@ def describe_setup(load: LoadSettings, database_url: str | None) -> str:
         f"{load.rounds} x {load.seconds} s per target (median; range over rounds), {database}, "
         f"{os.cpu_count()} CPUs"
     )
+
+
+# --- Entry point -------------------------------------------------------------------------------
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def run(main: Callable[[], int]) -> None:
+    """A bench's entry point: runs `main`, keeps what it printed in bench/results/<bench>.<database>.md
+    for `python -m bench.readme` to put into the README, and ends a BenchError in one line."""
+    bench = Path(sys.argv[0]).stem
+    database = "postgresql" if any(arg.startswith("--database-url") for arg in sys.argv[1:]) else "sqlite"
+    printed = _Tee(sys.stdout)
+    try:
+        with redirect_stdout(printed):
+            status = main()
+    except BenchError as error:
+        sys.exit(f"bench failed: {error}")
+    if status == 0:
+        RESULTS.mkdir(exist_ok=True)
+        (RESULTS / f"{bench}.{database}.md").write_text(printed.text.strip() + "\n")
+    sys.exit(status)
+
+
+class _Tee:
+    """Standard output that also keeps what went through it."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.parts: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.parts.append(text)
+        return self.stream.write(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)

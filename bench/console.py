@@ -27,7 +27,7 @@ if not __package__:  # run as a script: make the repository importable
 
 from streamlit.testing.v1 import AppTest
 
-from bench.common import REPO_ROOT, BenchError, format_table, orgdeck_service, scratch_directory
+from bench.common import REPO_ROOT, BenchError, format_table, orgdeck_service, run, scratch_directory
 from bench.deployments import JOBS, create_catalogue, seed
 from bench.notifications import open_database
 
@@ -100,7 +100,4 @@ def describe_setup_line(args: argparse.Namespace) -> str:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)

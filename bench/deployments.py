@@ -46,7 +46,6 @@ if not __package__:  # run as a script: make the repository importable
 
 from api.deployments import AgentStatus, FieldChange
 from bench.common import (
-    BenchError,
     OrgdeckService,
     OrgKey,
     Series,
@@ -58,6 +57,7 @@ from bench.common import (
     measure,
     orgdeck_service,
     ratio,
+    run,
     scratch_directory,
     times,
 )
@@ -475,7 +475,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)

@@ -43,6 +43,7 @@ from bench.common import (
     measure,
     orgdeck_service,
     ratio,
+    run,
     scratch_directory,
     series_rows,
 )
@@ -226,7 +227,4 @@ def _reached(ok: bool) -> str:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)

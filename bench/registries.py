@@ -34,6 +34,7 @@ from bench.common import (
     measure,
     orgdeck_service,
     ratio,
+    run,
     scratch_directory,
     times,
 )
@@ -165,4 +166,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run(main)

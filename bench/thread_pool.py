@@ -19,7 +19,6 @@ if not __package__:  # run as a script: make the repository importable
 from bench.common import (
     LEGEND,
     SERIES_HEADERS,
-    BenchError,
     LoadSettings,
     Series,
     Target,
@@ -29,6 +28,7 @@ from bench.common import (
     load_settings,
     measure,
     orgdeck_service,
+    run,
     scratch_directory,
     series_rows,
 )
@@ -85,7 +85,4 @@ def main(argv: list[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    try:
-        sys.exit(main())
-    except BenchError as error:
-        sys.exit(f"bench failed: {error}")
+    run(main)
