@@ -44,6 +44,7 @@ from sqlalchemy import JSON, insert, select
 if not __package__:  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+import service.models  # noqa: F401  (every table mapped, for the bulk inserts' foreign keys)
 from api.deployments import AgentStatus, FieldChange
 from bench.common import (
     OrgdeckService,

@@ -17,13 +17,11 @@ from sqlalchemy import (
     Select,
     Subquery,
     Text,
-    and_,
     bindparam,
     case,
     cast,
     func,
     literal_column,
-    or_,
     select,
 )
 from sqlalchemy.orm import Session
@@ -45,6 +43,7 @@ from service.deployments.ranges import (
     analytics_range,
     days_outside,
     period_starts,
+    stretch_rows,
     whole_months,
 )
 
@@ -318,29 +317,19 @@ def _by_agent(environment_id: BindParameter[str] | None) -> Select[Any]:
     """(agent, environment) → results, failed results, from the agent rollup: the months the range
     covers whole from their own rows, the days around them from theirs (`_agent_spans`)."""
     rollup = DeploymentAgentRollup
-    spans = [
-        and_(
-            rollup.span == "day",
-            rollup.start.between(bindparam(f"days{n}_first"), bindparam(f"days{n}_last")),
-        )
-        for n in (1, 2)
+    stretches = [
+        ("day", bindparam("days1_first"), bindparam("days1_last")),
+        ("day", bindparam("days2_first"), bindparam("days2_last")),
+        ("month", bindparam("months_first"), bindparam("months_last")),
     ]
-    months = and_(
-        rollup.span == "month", rollup.start.between(bindparam("months_first"), bindparam("months_last"))
-    )
-    query = (
-        select(
-            rollup.stable_key.label("row"),
-            rollup.environment_id.label("column"),
-            func.sum(rollup.results).label("jobs"),
-            func.sum(rollup.failures).label("failures"),
-        )
-        .where(rollup.org_id == bindparam("org_id"), or_(*spans, months))
-        .group_by(rollup.stable_key, rollup.environment_id)
-    )
-    if environment_id is not None:
-        query = query.where(rollup.environment_id == environment_id)
-    return query
+    columns = [rollup.stable_key, rollup.environment_id, rollup.results, rollup.failures]
+    rows = stretch_rows(rollup, columns, bindparam("org_id"), stretches, environment_id).subquery()
+    return select(
+        rows.c.stable_key.label("row"),
+        rows.c.environment_id.label("column"),
+        func.sum(rows.c.results).label("jobs"),
+        func.sum(rows.c.failures).label("failures"),
+    ).group_by(rows.c.stable_key, rows.c.environment_id)
 
 
 def _agent_spans(start: date, end: date) -> dict[str, date]:

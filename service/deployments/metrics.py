@@ -23,7 +23,7 @@ from collections.abc import Iterable
 from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
@@ -37,6 +37,7 @@ from service.deployments.ranges import (
     next_period,
     period_start,
     period_starts,
+    stretch_rows,
     whole_months,
 )
 from service.deployments.rollups import MetricsCount
@@ -124,13 +125,10 @@ def _read(
     row where a month period covers all of the month that has happened, else each day's."""
     model = DeploymentMetricRollup
     months = whole_months(start, end) if period == "month" else []
-    wanted = [
-        and_(model.span == "day", model.start.between(first, last))
-        for first, last in days_outside(start, end, months)
-    ]
+    stretches = [("day", first, last) for first, last in days_outside(start, end, months)]
     if months:
-        wanted.append(and_(model.span == "month", model.start.between(months[0], months[-1])))
-    query = select(
+        stretches.append(("month", months[0], months[-1]))
+    columns = [
         model.environment_id,
         model.start,
         model.jobs,
@@ -138,9 +136,8 @@ def _read(
         model.failures,
         model.durations,
         model.restores,
-    ).where(model.org_id == org_id, or_(*wanted))
-    if environment_id is not None:
-        query = query.where(model.environment_id == environment_id)
+    ]
+    query = stretch_rows(model, columns, org_id, stretches, environment_id)
     for environment, first, jobs, successes, failures, durations, restores in session.execute(query):
         counts = MetricsCount(jobs, successes, failures, _parsed(durations), _parsed(restores))
         yield environment, period_start(first, period), counts

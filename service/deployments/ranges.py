@@ -3,12 +3,13 @@ and the environments they are read for."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, date, datetime, time, timedelta
+from typing import Any
 
-from sqlalchemy import (
-    select,
-)
+from sqlalchemy import CompoundSelect, select, union_all
 from sqlalchemy.orm import Session
+from sqlalchemy.sql.elements import ColumnElement
 
 from api.deployments import (
     DEFAULT_ANALYTICS_DAYS,
@@ -89,6 +90,26 @@ def days_outside(start: date, end: date, months: list[date]) -> list[tuple[date,
     after = next_period(months[-1], "month")
     stretches = [(start, months[0] - timedelta(days=1)), (after, end)]
     return [(first, last) for first, last in stretches if first <= last]
+
+
+def stretch_rows(
+    model: Any,
+    columns: Sequence[ColumnElement[Any]],
+    org_id: Any,
+    stretches: Sequence[tuple[str, Any, Any]],
+    environment_id: Any = None,
+) -> CompoundSelect[Any]:
+    """`columns` of a day-and-month rollup's rows in each (span, first, last) stretch: one index
+    range each, joined by UNION ALL (an OR of ranges would read every row of the org)."""
+    environment = [] if environment_id is None else [model.environment_id == environment_id]
+    return union_all(
+        *(
+            select(*columns).where(
+                model.org_id == org_id, model.span == span, model.start.between(first, last), *environment
+            )
+            for span, first, last in stretches
+        )
+    )
 
 
 def analysed_environments(

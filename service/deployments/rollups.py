@@ -117,15 +117,16 @@ def count_metrics(
         return [rows[environment_id, "day", day], rows[environment_id, "month", day.replace(day=1)]]
 
     for job in jobs:
-        for counted in spans(job.environment_id, job.day):
+        day, bucket, succeeded, failed = job.day, job.duration_bucket, job.succeeded, job.failed
+        for counted in spans(job.environment_id, day):
             counted.jobs += 1
-            counted.successes += job.succeeded
-            counted.failures += job.failed
-            if job.duration_bucket is not None:
-                counted.durations[job.duration_bucket] += 1
-        if job.failed:
-            open_incidents.setdefault(job.environment_id, (job.ended_at, job.day))
-        elif job.succeeded and job.environment_id in open_incidents:
+            counted.successes += succeeded
+            counted.failures += failed
+            if bucket is not None:
+                counted.durations[bucket] += 1
+        if failed:
+            open_incidents.setdefault(job.environment_id, (job.ended_at, day))
+        elif succeeded and job.environment_id in open_incidents:
             failed_at, day = open_incidents.pop(job.environment_id)
             restore = bucket_of((job.ended_at - failed_at).total_seconds())
             for counted in spans(job.environment_id, day):
