@@ -124,10 +124,23 @@ class ServerProcess:
         raise BenchError(f"{self.name} did not answer {path} within {STARTUP_TIMEOUT_SECONDS} s")
 
     def cpu_seconds(self) -> float:
-        """CPU time the process has used so far, all threads, user and system."""
-        fields = Path(f"/proc/{self._process.pid}/stat").read_text().rpartition(")")[2].split()
-        user_ticks, system_ticks = int(fields[11]), int(fields[12])
-        return (user_ticks + system_ticks) / os.sysconf("SC_CLK_TCK")
+        """CPU time the process and its descendants (a server's worker processes) have used so far,
+        all threads, user and system."""
+        parents: dict[int, int] = {}
+        ticks: dict[int, int] = {}
+        for stat in Path("/proc").glob("[0-9]*/stat"):
+            try:
+                fields = stat.read_text().rpartition(")")[2].split()
+            except OSError:  # ended while listed
+                continue
+            pid = int(stat.parent.name)
+            parents[pid], ticks[pid] = int(fields[1]), int(fields[11]) + int(fields[12])
+        family, total = {self._process.pid}, 0
+        for pid in sorted(ticks):  # children have higher pids than their parents, short of a wrap
+            if pid in family or parents[pid] in family:
+                family.add(pid)
+                total += ticks[pid]
+        return total / os.sysconf("SC_CLK_TCK")
 
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
