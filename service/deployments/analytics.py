@@ -56,15 +56,15 @@ from api.deployments import (
     HeatmapAxisItem,
     MetricsPoint,
 )
-from service.agents.models import Agent
+from service.agents.models import AgentRow
 from service.db import dialect_name, utcnow
 from service.deployments.models import (
-    DeploymentHourlyRollup,
-    DeploymentJob,
-    DeploymentJobAgent,
-    DeploymentMonthRollup,
+    DeploymentHourlyRollupRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentMonthRollupRow,
 )
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
 
 FAILED_JOB_STATUSES = ("error", "partial")
@@ -77,13 +77,13 @@ DURATION, RESTORE = 0, 1
 # --- Rollups -----------------------------------------------------------------------------------
 
 
-def record_job_end(session: Session, job: DeploymentJob) -> None:
+def record_job_end(session: Session, job: DeploymentJobRow) -> None:
     """Count a job that has just ended in the rollups of the UTC day and hour it was created."""
     created = job.created_at.astimezone(UTC)
     day = created.date()
     keys: dict[str, Any] = {"org_id": job.org_id, "environment_id": job.environment_id, "day": day}
     counts = {"jobs": 1, "failures": int(job.status in FAILED_JOB_STATUSES)}
-    _increment(session, DeploymentHourlyRollup, keys | {"hour": created.hour}, counts)
+    _increment(session, DeploymentHourlyRollupRow, keys | {"hour": created.hour}, counts)
     _increment_day_of_month(session, job.org_id, job.environment_id, day, counts)
 
 
@@ -100,7 +100,7 @@ def _increment_day_of_month(
 ) -> None:
     """Add `counts` to the day's place in its month row: one statement, like `_increment`."""
     month, index = day.replace(day=1), day.day - 1
-    model, dialect = DeploymentMonthRollup, dialect_name(session)
+    model, dialect = DeploymentMonthRollupRow, dialect_name(session)
     first = {name: _month_text(month, {index: count}) for name, count in counts.items()}
     statement = (postgresql if dialect == "postgresql" else sqlite).insert(model)
     statement = statement.values(org_id=org_id, environment_id=environment_id, month=month, **first)
@@ -129,7 +129,7 @@ def _month_text(month: date, counts: dict[int, int]) -> str:
 
 def rebuild_rollups(session: Session, *, org_id: str) -> None:
     """Recount the org's rollups from its jobs, for loads that write jobs without the worker."""
-    hourly, monthly = DeploymentHourlyRollup, DeploymentMonthRollup
+    hourly, monthly = DeploymentHourlyRollupRow, DeploymentMonthRollupRow
     dialect = dialect_name(session)
     if dialect == "postgresql":
         # Job ends wait until the recount commits (SQLite has one writer anyway): a job ending
@@ -138,7 +138,7 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
         session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(delete(hourly).where(hourly.org_id == org_id))
     session.execute(delete(monthly).where(monthly.org_id == org_id))
-    job = DeploymentJob
+    job = DeploymentJobRow
     day, hour = _utc_day(dialect, job.created_at), _utc_hour(dialect, job.created_at)
     per_hour = (
         select(job.org_id, job.environment_id, day, hour, func.count(), func.sum(_failed(job.status)))
@@ -374,7 +374,7 @@ def _month_slice(text: str | None, first: int, last: int, days: int) -> str:
 def _months_statement(*, filtered: bool) -> Select[Any]:
     """The org's month rows from the month of `first_month` to `end` (of environment_id when
     `filtered`), built once: building and keying a statement costs as much as running this one."""
-    model = DeploymentMonthRollup
+    model = DeploymentMonthRollupRow
     query = select(model.environment_id, model.month, model.jobs, model.failures).where(
         model.org_id == bindparam("org_id"),
         model.month >= bindparam("first_month"),
@@ -445,10 +445,10 @@ def _time_axis(start: date, end: date, bucket: str) -> tuple[HeatmapAxisItem, ..
 
 def _environments(session: Session, *, org_id: str, environment_id: str | None) -> list[dict[str, str]]:
     """The org's environments by name (only the one asked for, when one is); an unknown one is a 400."""
-    query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
+    query = select(EnvironmentRow.id, EnvironmentRow.name).where(EnvironmentRow.org_id == org_id)
     if environment_id is not None:
-        query = query.where(Environment.id == environment_id)
-    found = [{"id": id_, "name": name} for id_, name in session.execute(query.order_by(Environment.name))]
+        query = query.where(EnvironmentRow.id == environment_id)
+    found = [{"id": id_, "name": name} for id_, name in session.execute(query.order_by(EnvironmentRow.name))]
     if environment_id is not None and not found:
         raise InvalidInput(
             f"environmentId '{environment_id}' names no environment of this organization",
@@ -472,7 +472,7 @@ def _cells_statement(dialect: str, group_by: str, *, filtered: bool) -> Select[A
 def _by_weekday_hour(dialect: str, environment_id: BindParameter[str] | None) -> Select[Any]:
     """(weekday, hour) → jobs, failures, from the hourly rollup: summed per hour first, so that the
     weekday is worked out once per hour rather than once per environment and hour."""
-    rollup = DeploymentHourlyRollup
+    rollup = DeploymentHourlyRollupRow
     per_hour = select(
         rollup.day,
         rollup.hour,
@@ -500,7 +500,7 @@ def _by_weekday_hour(dialect: str, environment_id: BindParameter[str] | None) ->
 
 def _by_agent(environment_id: BindParameter[str] | None) -> Select[Any]:
     """(agent, environment) → results, failed results: each agent's part in the jobs that ended."""
-    job, result = DeploymentJob, DeploymentJobAgent
+    job, result = DeploymentJobRow, DeploymentJobAgentRow
     query = (
         select(
             result.stable_key.label("row"),
@@ -537,8 +537,10 @@ def _agent_rows(
 ) -> list[dict[str, str]]:
     """The agents the cells name (at most one per agent and environment), by stableKey."""
     keys = {cell[0] for cell in cells}
-    query = select(Agent.stable_key, Agent.name).where(Agent.org_id == org_id, Agent.stable_key.in_(keys))
-    return [{"id": key, "name": name} for key, name in session.execute(query.order_by(Agent.stable_key))]
+    query = select(AgentRow.stable_key, AgentRow.name).where(
+        AgentRow.org_id == org_id, AgentRow.stable_key.in_(keys)
+    )
+    return [{"id": key, "name": name} for key, name in session.execute(query.order_by(AgentRow.stable_key))]
 
 
 # --- Metrics -----------------------------------------------------------------------------------
@@ -610,7 +612,7 @@ def metrics(
 def _first_days(session: Session, org_id: str, environment_id: str | None) -> dict[str, date]:
     """The UTC day of each environment's first ended job, read from its first month row (one
     primary-key seek per environment, however many jobs there are)."""
-    model, earlier = DeploymentMonthRollup, aliased(DeploymentMonthRollup)
+    model, earlier = DeploymentMonthRollupRow, aliased(DeploymentMonthRollupRow)
     first_month = (
         select(func.min(earlier.month))
         .where(earlier.org_id == model.org_id, earlier.environment_id == model.environment_id)
@@ -640,7 +642,7 @@ def _metrics_query(
     (every ended job) and RESTORE (every failed job that a complete one followed), at four levels:
     environment and period, environment (period NULL), period (environment NULL), all (both NULL).
     """
-    job, dialect = DeploymentJob, dialect_name(session)
+    job, dialect = DeploymentJobRow, dialect_name(session)
     since, until = _bounds(start, end)
     # The next complete job may have been created after the range: only the start bounds the scan.
     scope = [job.org_id == org_id, job.created_at >= since, job.status.in_(ENDED)]

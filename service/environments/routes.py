@@ -20,7 +20,7 @@ from api.environments import (
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
-from service.environments.models import Environment as EnvironmentRow
+from service.environments.models import EnvironmentRow
 from service.routing import Route
 
 router = APIRouter(route_class=Route, prefix="/environments", tags=["Environments and secrets"])

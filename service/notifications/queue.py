@@ -25,12 +25,12 @@ from sqlalchemy.orm import Session
 
 from api.common import format_timestamp
 from service.crypto import Cipher, DecryptionFailed
-from service.events.models import Event
+from service.events.models import EventRow
 from service.ids import new_id
 from service.notifications.messages import Message
-from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
+from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
 from service.notifications.service import disable_channel, instant
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 from service.settings import Settings
 
 FAN_OUT_BATCH = 500
@@ -96,10 +96,10 @@ class Attempt:
 # -- fan-out ------------------------------------------------------------------------------------
 
 
-EVENTS = Event.__table__
-DELIVERIES = Delivery.__table__
-LOGS = DeliveryLog.__table__
-CHANNELS = Channel.__table__
+EVENTS = EventRow.__table__
+DELIVERIES = DeliveryRow.__table__
+LOGS = DeliveryLogRow.__table__
+CHANNELS = ChannelRow.__table__
 NEW_EVENT = select(literal(1)).where(EVENTS.c.fanned_out_at.is_(None)).limit(1)
 NEW_EVENTS = (
     select(EVENTS.c.id, EVENTS.c.org_id, EVENTS.c.type)
@@ -109,12 +109,14 @@ NEW_EVENTS = (
     .with_for_update(skip_locked=True)
 )
 SUBSCRIBED = (
-    select(Subscription.org_id, Subscription.event_type, Subscription.channel_id, Channel.disabled_at)
-    .join(Channel, Channel.id == Subscription.channel_id)
+    select(
+        SubscriptionRow.org_id, SubscriptionRow.event_type, SubscriptionRow.channel_id, ChannelRow.disabled_at
+    )
+    .join(ChannelRow, ChannelRow.id == SubscriptionRow.channel_id)
     .where(
-        Subscription.enabled.is_(True),
-        Subscription.org_id.in_(bindparam("org_ids", expanding=True)),
-        Subscription.event_type.in_(bindparam("types", expanding=True)),
+        SubscriptionRow.enabled.is_(True),
+        SubscriptionRow.org_id.in_(bindparam("org_ids", expanding=True)),
+        SubscriptionRow.event_type.in_(bindparam("types", expanding=True)),
     )
 )
 FANNED_OUT = (
@@ -169,23 +171,23 @@ def fan_out(session: Session, *, now: datetime) -> int:
 # -- claims -------------------------------------------------------------------------------------
 
 _CLAIM_COLUMNS = (
-    Delivery.id,
-    Delivery.org_id,
-    Delivery.attempts,
-    Delivery.schedule_from,
-    Delivery.lease_token,
-    Event.id.label("event_id"),
-    Event.type.label("event_type"),
-    Event.occurred_at,
-    Event.payload,
-    Channel.id.label("channel_id"),
-    Channel.name.label("channel_name"),
-    Channel.kind.label("channel_kind"),
-    Channel.config.label("channel_config"),
-    Channel.secret_encrypted,
-    Channel.previous_secret_encrypted,
-    Channel.previous_secret_expires_at,
-    Organization.slug.label("org_slug"),
+    DeliveryRow.id,
+    DeliveryRow.org_id,
+    DeliveryRow.attempts,
+    DeliveryRow.schedule_from,
+    DeliveryRow.lease_token,
+    EventRow.id.label("event_id"),
+    EventRow.type.label("event_type"),
+    EventRow.occurred_at,
+    EventRow.payload,
+    ChannelRow.id.label("channel_id"),
+    ChannelRow.name.label("channel_name"),
+    ChannelRow.kind.label("channel_kind"),
+    ChannelRow.config.label("channel_config"),
+    ChannelRow.secret_encrypted,
+    ChannelRow.previous_secret_encrypted,
+    ChannelRow.previous_secret_expires_at,
+    OrganizationRow.slug.label("org_slug"),
 )
 
 
@@ -219,16 +221,16 @@ def _candidates(status: str) -> Select[Any]:
 
 CLAIMED = (
     select(*_CLAIM_COLUMNS)
-    .join(Event, Event.id == Delivery.event_id)
-    .join(Channel, Channel.id == Delivery.channel_id)
-    .join(Organization, Organization.id == Delivery.org_id)
+    .join(EventRow, EventRow.id == DeliveryRow.event_id)
+    .join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id)
+    .join(OrganizationRow, OrganizationRow.id == DeliveryRow.org_id)
     .where(
-        Delivery.id.in_(bindparam("ids", expanding=True)),
-        Delivery.status.in_(DUE_STATUSES),
-        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < instant("now")),
+        DeliveryRow.id.in_(bindparam("ids", expanding=True)),
+        DeliveryRow.status.in_(DUE_STATUSES),
+        or_(DeliveryRow.lease_expires_at.is_(None), DeliveryRow.lease_expires_at < instant("now")),
     )
     # Another worker may have claimed some since they were read: those are skipped.
-    .with_for_update(of=Delivery, skip_locked=True)
+    .with_for_update(of=DeliveryRow, skip_locked=True)
 )
 
 

@@ -55,17 +55,17 @@ from api.notifications import Delivery as DeliveryRecord
 from service.crypto import Cipher, reencrypt_column
 from service.db import UTCDateTime, dialect_name, insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidCursor, InvalidInput, NotFound
-from service.events.models import Event
+from service.events.models import EventRow
 from service.events.service import record_event
 from service.notifications.messages import Message, content
 from service.notifications.models import (
-    Channel,
-    Delivery,
-    DeliveryLog,
-    DeliveryLogCount,
-    Subscription,
+    ChannelRow,
+    DeliveryLogCountRow,
+    DeliveryLogRow,
+    DeliveryRow,
+    SubscriptionRow,
 )
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 from service.outbound import OutboundRefused, check_url_syntax
 from service.settings import Settings
 from service.webhooks import new_secret
@@ -77,7 +77,7 @@ WAITING = ("pending", "failed")
 
 @dataclass(frozen=True)
 class CreatedChannel:
-    record: Channel
+    record: ChannelRow
     signing_secret: str | None
 
 
@@ -86,7 +86,7 @@ def create_channel(
 ) -> CreatedChannel:
     """Create a channel; a webhook channel gets a signing secret, returned here and never again."""
     shown, secret, signing_secret = _channel_config(kind, config)
-    record = Channel(
+    record = ChannelRow(
         org_id=org_id,
         name=name,
         kind=kind,
@@ -119,24 +119,28 @@ def _channel_config(kind: str, config: ChannelConfigInput) -> tuple[dict[str, An
     return {"url": config.url}, signing_secret, signing_secret
 
 
-def list_channels(session: Session, *, org_id: str) -> list[Channel]:
-    query = select(Channel).where(Channel.org_id == org_id).order_by(Channel.created_at, Channel.id)
+def list_channels(session: Session, *, org_id: str) -> list[ChannelRow]:
+    query = (
+        select(ChannelRow).where(ChannelRow.org_id == org_id).order_by(ChannelRow.created_at, ChannelRow.id)
+    )
     return list(session.scalars(query))
 
 
-def get_channel(session: Session, *, org_id: str, channel_id: str) -> Channel:
-    channel = session.scalar(select(Channel).where(Channel.id == channel_id, Channel.org_id == org_id))
+def get_channel(session: Session, *, org_id: str, channel_id: str) -> ChannelRow:
+    channel = session.scalar(
+        select(ChannelRow).where(ChannelRow.id == channel_id, ChannelRow.org_id == org_id)
+    )
     if channel is None:
         raise NotFound(f"No notification channel '{channel_id}' in this organization", field="channelId")
     return channel
 
 
-def delete_channel(session: Session, *, org_id: str, channel_id: str) -> Channel:
+def delete_channel(session: Session, *, org_id: str, channel_id: str) -> ChannelRow:
     """Delete a channel, its subscriptions and its undelivered deliveries; its logs stay."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     # Explicit deletes, not only ON DELETE CASCADE: SQLite enforces it only with foreign keys on.
-    session.execute(delete(Subscription).where(Subscription.channel_id == channel.id))
-    session.execute(delete(Delivery).where(Delivery.channel_id == channel.id))
+    session.execute(delete(SubscriptionRow).where(SubscriptionRow.channel_id == channel.id))
+    session.execute(delete(DeliveryRow).where(DeliveryRow.channel_id == channel.id))
     session.delete(channel)
     session.flush()
     return channel
@@ -144,7 +148,7 @@ def delete_channel(session: Session, *, org_id: str, channel_id: str) -> Channel
 
 def update_channel(
     session: Session, *, org_id: str, channel_id: str, changes: UpdateChannel, actor: str, cipher: Cipher
-) -> Channel:
+) -> ChannelRow:
     """Rename a channel, give it a new address of its kind, enable or disable it."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     now = utcnow()
@@ -166,7 +170,7 @@ def update_channel(
     return channel
 
 
-def _rename(session: Session, channel: Channel, name: str) -> None:
+def _rename(session: Session, channel: ChannelRow, name: str) -> None:
     try:
         with session.begin_nested():
             channel.name = name
@@ -179,25 +183,25 @@ def _rename(session: Session, channel: Channel, name: str) -> None:
 
 def disable_channel(session: Session, *, channel_id: str, now: datetime, reason: str) -> None:
     """Stop sending to a channel: its waiting deliveries are held, and so are those that arrive."""
-    channel = session.get(Channel, channel_id)
+    channel = session.get(ChannelRow, channel_id)
     if channel is None or channel.disabled_at is not None:
         return
     channel.disabled_at, channel.disabled_reason = now, reason
     session.execute(
-        update(Delivery)
-        .where(Delivery.channel_id == channel_id, Delivery.status.in_(WAITING), _not_in_flight(now))
+        update(DeliveryRow)
+        .where(DeliveryRow.channel_id == channel_id, DeliveryRow.status.in_(WAITING), _not_in_flight(now))
         .values(status="held", next_attempt_at=None)
     )
 
 
 def _not_in_flight(now: datetime) -> ColumnElement[bool]:
     """No worker is making an attempt of the delivery now (a lease it stopped renewing has ended)."""
-    return or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < now)
+    return or_(DeliveryRow.lease_expires_at.is_(None), DeliveryRow.lease_expires_at < now)
 
 
 def rotate_secret(
     session: Session, *, org_id: str, channel_id: str, cipher: Cipher, grace_seconds: float
-) -> tuple[Channel, str]:
+) -> tuple[ChannelRow, str]:
     """A new signing secret for a webhook channel; the one it replaces still signs for the grace period."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     if channel.kind != "webhook":
@@ -217,7 +221,7 @@ def rotate_secret(
     return channel, secret
 
 
-def _refuse_disabled(channel: Channel, action: str) -> None:
+def _refuse_disabled(channel: ChannelRow, action: str) -> None:
     if channel.disabled_at is not None:
         raise InvalidInput(
             f"The channel '{channel.name}' is disabled ({channel.disabled_reason}); enable it to {action}",
@@ -226,7 +230,7 @@ def _refuse_disabled(channel: Channel, action: str) -> None:
         )
 
 
-def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str) -> Delivery:
+def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str) -> DeliveryRow:
     """Record a test event addressed to this channel alone and queue its delivery."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     _refuse_disabled(channel, "send a test")
@@ -238,7 +242,7 @@ def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str
     )
     # Fanned out here, to this channel only: subscribers of the event type must not receive it.
     event.fanned_out_at = now = utcnow()
-    delivery = Delivery(
+    delivery = DeliveryRow(
         org_id=org_id, event_id=event.id, event_type=event.type, channel_id=channel.id, next_attempt_at=now
     )
     session.add(delivery)
@@ -248,12 +252,14 @@ def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str
 
 def subscribe(
     session: Session, *, org_id: str, channel_id: str, event_type: str, enabled: bool
-) -> Subscription:
+) -> SubscriptionRow:
     """Subscribe a channel to an event type; subscribing again sets `enabled`."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     existing = _subscription(session, channel_id=channel.id, event_type=event_type)
     if existing is None:
-        candidate = Subscription(org_id=org_id, channel_id=channel.id, event_type=event_type, enabled=enabled)
+        candidate = SubscriptionRow(
+            org_id=org_id, channel_id=channel.id, event_type=event_type, enabled=enabled
+        )
         if insert_unless_taken(session, candidate):
             return candidate
         # A concurrent subscribe created it first: update that one.
@@ -266,7 +272,7 @@ def subscribe(
     return existing
 
 
-def unsubscribe(session: Session, *, org_id: str, channel_id: str, event_type: str) -> Subscription:
+def unsubscribe(session: Session, *, org_id: str, channel_id: str, event_type: str) -> SubscriptionRow:
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     existing = _subscription(session, channel_id=channel.id, event_type=event_type)
     if existing is None:
@@ -276,36 +282,36 @@ def unsubscribe(session: Session, *, org_id: str, channel_id: str, event_type: s
     return existing
 
 
-def _subscription(session: Session, *, channel_id: str, event_type: str) -> Subscription | None:
-    query = select(Subscription).where(
-        Subscription.channel_id == channel_id, Subscription.event_type == event_type
+def _subscription(session: Session, *, channel_id: str, event_type: str) -> SubscriptionRow | None:
+    query = select(SubscriptionRow).where(
+        SubscriptionRow.channel_id == channel_id, SubscriptionRow.event_type == event_type
     )
     return session.scalar(query)
 
 
-def list_subscriptions(session: Session, *, org_id: str, channel_id: str | None) -> list[Subscription]:
-    query = select(Subscription).where(Subscription.org_id == org_id)
+def list_subscriptions(session: Session, *, org_id: str, channel_id: str | None) -> list[SubscriptionRow]:
+    query = select(SubscriptionRow).where(SubscriptionRow.org_id == org_id)
     if channel_id is not None:
-        query = query.where(Subscription.channel_id == channel_id)
-    return list(session.scalars(query.order_by(Subscription.channel_id, Subscription.event_type)))
+        query = query.where(SubscriptionRow.channel_id == channel_id)
+    return list(session.scalars(query.order_by(SubscriptionRow.channel_id, SubscriptionRow.event_type)))
 
 
 # -- deliveries ---------------------------------------------------------------------------------
 
 _DELIVERY_COLUMNS = (
-    Delivery.id,
-    Delivery.event_id,
-    Delivery.event_type,
-    Delivery.channel_id,
-    Channel.name.label("channel_name"),
-    Channel.kind.label("channel_kind"),
-    Delivery.status,
-    Delivery.attempts,
-    Delivery.created_at,
-    Delivery.last_attempt_at,
-    Delivery.next_attempt_at,
-    Delivery.last_response_status,
-    Delivery.last_error,
+    DeliveryRow.id,
+    DeliveryRow.event_id,
+    DeliveryRow.event_type,
+    DeliveryRow.channel_id,
+    ChannelRow.name.label("channel_name"),
+    ChannelRow.kind.label("channel_kind"),
+    DeliveryRow.status,
+    DeliveryRow.attempts,
+    DeliveryRow.created_at,
+    DeliveryRow.last_attempt_at,
+    DeliveryRow.next_attempt_at,
+    DeliveryRow.last_response_status,
+    DeliveryRow.last_error,
 )
 
 
@@ -318,45 +324,49 @@ class DeliveryPage:
 
 def list_deliveries(session: Session, *, org_id: str, query: DeliveryQuery) -> DeliveryPage:
     """Deliveries, newest first, by offset or after a cursor; `total` counts every match."""
-    matches = [Delivery.org_id == org_id]
+    matches = [DeliveryRow.org_id == org_id]
     for column, value in (
-        (Delivery.channel_id, query.channel_id),
-        (Delivery.event_type, query.event_type),
-        (Delivery.event_id, query.event_id),
+        (DeliveryRow.channel_id, query.channel_id),
+        (DeliveryRow.event_type, query.event_type),
+        (DeliveryRow.event_id, query.event_id),
     ):
         if value is not None:
             matches.append(column == value)
     if query.status:
-        matches.append(Delivery.status.in_(query.status))
+        matches.append(DeliveryRow.status.in_(query.status))
     if query.date_range.start:
-        matches.append(Delivery.created_at >= query.date_range.start)
+        matches.append(DeliveryRow.created_at >= query.date_range.start)
     if query.date_range.end:
-        matches.append(Delivery.created_at < query.date_range.end)
-    total = session.scalar(select(func.count()).select_from(Delivery).where(*matches)) or 0
-    page = select(*_DELIVERY_COLUMNS).join(Channel, Channel.id == Delivery.channel_id).where(*matches)
+        matches.append(DeliveryRow.created_at < query.date_range.end)
+    total = session.scalar(select(func.count()).select_from(DeliveryRow).where(*matches)) or 0
+    page = (
+        select(*_DELIVERY_COLUMNS).join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id).where(*matches)
+    )
     if query.cursor:
         created_at, delivery_id = _decode_cursor(query.cursor)
-        page = page.where(tuple_(Delivery.created_at, Delivery.id) < tuple_(created_at, delivery_id))
+        page = page.where(tuple_(DeliveryRow.created_at, DeliveryRow.id) < tuple_(created_at, delivery_id))
     limit = query.pagination.limit
-    page = page.order_by(Delivery.created_at.desc(), Delivery.id.desc())
+    page = page.order_by(DeliveryRow.created_at.desc(), DeliveryRow.id.desc())
     rows = session.execute(page.offset(query.pagination.offset).limit(limit + 1)).all()
     items = [DeliveryRecord.model_validate(row._mapping) for row in rows[:limit]]
     last = items[-1] if len(rows) > limit else None
     return DeliveryPage(items, total, _encode_cursor(last.created_at, last.id) if last else None)
 
 
-def _delivery(session: Session, *, org_id: str, delivery_id: str) -> Delivery:
-    delivery = session.scalar(select(Delivery).where(Delivery.id == delivery_id, Delivery.org_id == org_id))
+def _delivery(session: Session, *, org_id: str, delivery_id: str) -> DeliveryRow:
+    delivery = session.scalar(
+        select(DeliveryRow).where(DeliveryRow.id == delivery_id, DeliveryRow.org_id == org_id)
+    )
     if delivery is None:
         raise NotFound(f"No delivery '{delivery_id}' in this organization", field="deliveryId")
     return delivery
 
 
-def delivery_record(session: Session, delivery: Delivery) -> DeliveryRecord:
+def delivery_record(session: Session, delivery: DeliveryRow) -> DeliveryRecord:
     row = session.execute(
         select(*_DELIVERY_COLUMNS)
-        .join(Channel, Channel.id == Delivery.channel_id)
-        .where(Delivery.id == delivery.id)
+        .join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id)
+        .where(DeliveryRow.id == delivery.id)
     ).one()
     return DeliveryRecord.model_validate(row._mapping)
 
@@ -364,9 +374,9 @@ def delivery_record(session: Session, delivery: Delivery) -> DeliveryRecord:
 def get_delivery(session: Session, *, org_id: str, delivery_id: str, settings: Settings) -> DeliveryDetail:
     """A delivery with its event, what every attempt sends, and each attempt with its answer."""
     delivery = _delivery(session, org_id=org_id, delivery_id=delivery_id)
-    event = session.get_one(Event, delivery.event_id)
-    channel = session.get_one(Channel, delivery.channel_id)
-    org_slug = session.scalar(select(Organization.slug).where(Organization.id == org_id)) or ""
+    event = session.get_one(EventRow, delivery.event_id)
+    channel = session.get_one(ChannelRow, delivery.channel_id)
+    org_slug = session.scalar(select(OrganizationRow.slug).where(OrganizationRow.id == org_id)) or ""
     message = Message(
         delivery_id=delivery.id,
         event_id=event.id,
@@ -379,7 +389,9 @@ def get_delivery(session: Session, *, org_id: str, delivery_id: str, settings: S
     )
     sent = content(message, settings)
     attempts = session.scalars(
-        select(DeliveryLog).where(DeliveryLog.delivery_id == delivery.id).order_by(DeliveryLog.attempt)
+        select(DeliveryLogRow)
+        .where(DeliveryLogRow.delivery_id == delivery.id)
+        .order_by(DeliveryLogRow.attempt)
     )
     return DeliveryDetail(
         **delivery_record(session, delivery).model_dump(),
@@ -411,19 +423,19 @@ def get_delivery(session: Session, *, org_id: str, delivery_id: str, settings: S
     )
 
 
-def resend(session: Session, *, org_id: str, delivery_id: str) -> Delivery:
+def resend(session: Session, *, org_id: str, delivery_id: str) -> DeliveryRow:
     """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
 
     A delivery being attempted right now is left to that attempt. The message keeps its id, so a
     receiver that already has it can tell it is the same one.
     """
     delivery = _delivery(session, org_id=org_id, delivery_id=delivery_id)
-    _refuse_disabled(session.get_one(Channel, delivery.channel_id), "resend its deliveries")
+    _refuse_disabled(session.get_one(ChannelRow, delivery.channel_id), "resend its deliveries")
     now = utcnow()
     session.execute(
-        update(Delivery)
-        .where(Delivery.id == delivery.id, _not_in_flight(now))
-        .values(status="pending", next_attempt_at=now, schedule_from=Delivery.attempts)
+        update(DeliveryRow)
+        .where(DeliveryRow.id == delivery.id, _not_in_flight(now))
+        .values(status="pending", next_attempt_at=now, schedule_from=DeliveryRow.attempts)
     )
     session.refresh(delivery)
     return delivery
@@ -436,24 +448,24 @@ def recover(
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     _refuse_disabled(channel, "recover its deliveries")
     now = utcnow()
-    window = [Delivery.created_at >= since] + ([Delivery.created_at < until] if until else [])
+    window = [DeliveryRow.created_at >= since] + ([DeliveryRow.created_at < until] if until else [])
     result = session.execute(
-        update(Delivery)
+        update(DeliveryRow)
         .where(
-            Delivery.org_id == org_id,
-            Delivery.channel_id == channel.id,
-            Delivery.status.in_(RECOVERABLE),
+            DeliveryRow.org_id == org_id,
+            DeliveryRow.channel_id == channel.id,
+            DeliveryRow.status.in_(RECOVERABLE),
             *window,
             _not_in_flight(now),
         )
-        .values(status="pending", next_attempt_at=now, schedule_from=Delivery.attempts)
+        .values(status="pending", next_attempt_at=now, schedule_from=DeliveryRow.attempts)
         .execution_options(synchronize_session=False)
     )
     return result.rowcount
 
 
-LOG = DeliveryLog.__table__
-COUNTS = DeliveryLogCount.__table__
+LOG = DeliveryLogRow.__table__
+COUNTS = DeliveryLogCountRow.__table__
 NEWEST_FIRST = (LOG.c.created_at.desc(), LOG.c.id.desc())
 # A log query's filters besides its organization and time: columns of the log and of its counts by
 # the same names. Which of them a query gives, and which ends its range has, make its shape.
@@ -721,21 +733,25 @@ def log_stats(session: Session, *, org_id: str, days: int) -> LogStats:
     # Both counts read one range of the (org_id, created_at) index. The end bound keeps out a row
     # stamped after today by a process whose clock runs ahead.
     in_period = (
-        DeliveryLog.org_id == org_id,
-        DeliveryLog.created_at >= start,
-        DeliveryLog.created_at < start + timedelta(days=days),
+        DeliveryLogRow.org_id == org_id,
+        DeliveryLogRow.created_at >= start,
+        DeliveryLogRow.created_at < start + timedelta(days=days),
     )
-    day = _utc_day(session, DeliveryLog.created_at)
+    day = _utc_day(session, DeliveryLogRow.created_at)
     per_day = {first_day + timedelta(days=n): dict.fromkeys(LOG_STATUSES, 0) for n in range(days)}
-    by_day = select(day, DeliveryLog.status, func.count()).where(*in_period).group_by(day, DeliveryLog.status)
+    by_day = (
+        select(day, DeliveryLogRow.status, func.count())
+        .where(*in_period)
+        .group_by(day, DeliveryLogRow.status)
+    )
     for day_text, status, count in session.execute(by_day):
         per_day[date.fromisoformat(day_text)][status] = count
-    channel = (DeliveryLog.channel_id, DeliveryLog.channel_name, DeliveryLog.channel_kind)
+    channel = (DeliveryLogRow.channel_id, DeliveryLogRow.channel_name, DeliveryLogRow.channel_kind)
     per_channel: dict[tuple[str, str, str], dict[str, int]] = {}
     by_channel = (
-        select(*channel, DeliveryLog.status, func.count())
+        select(*channel, DeliveryLogRow.status, func.count())
         .where(*in_period)
-        .group_by(*channel, DeliveryLog.status)
+        .group_by(*channel, DeliveryLogRow.status)
     )
     for channel_id, name, kind, status, count in session.execute(by_channel):
         per_channel.setdefault((channel_id, name, kind), dict.fromkeys(LOG_STATUSES, 0))[status] = count
@@ -777,5 +793,5 @@ def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> Colum
 def rotate_channel_secrets(session: Session, *, cipher: Cipher) -> int:
     """Re-encrypt every signing secret (a rotated-out one still signing too) and Slack URL under
     the first configured key."""
-    current = reencrypt_column(session, cipher=cipher, column=Channel.secret_encrypted)
-    return current + reencrypt_column(session, cipher=cipher, column=Channel.previous_secret_encrypted)
+    current = reencrypt_column(session, cipher=cipher, column=ChannelRow.secret_encrypted)
+    return current + reencrypt_column(session, cipher=cipher, column=ChannelRow.previous_secret_encrypted)

@@ -33,9 +33,13 @@ from api.registries import (
 )
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound, Unauthorized
-from service.orgs.models import Organization
-from service.registries.models import Registry as RegistryRow
-from service.registries.models import RegistryArtifact, RegistryArtifactLabel, RegistryArtifactVersion
+from service.orgs.models import OrganizationRow
+from service.registries.models import (
+    RegistryArtifactLabelRow,
+    RegistryArtifactRow,
+    RegistryArtifactVersionRow,
+    RegistryRow,
+)
 
 # Retrieve with neither version nor label: `production` when set, else `latest`.
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
@@ -75,11 +79,11 @@ def list_registries(
     """The organization's registries by name, with their artifact and version counts."""
     counts = (
         select(
-            RegistryArtifact.registry_id,
+            RegistryArtifactRow.registry_id,
             func.count().label("artifacts"),
-            func.sum(RegistryArtifact.version_count).label("versions"),
+            func.sum(RegistryArtifactRow.version_count).label("versions"),
         )
-        .group_by(RegistryArtifact.registry_id)
+        .group_by(RegistryArtifactRow.registry_id)
         .subquery()
     )
     conditions = [RegistryRow.org_id == org_id]
@@ -139,12 +143,12 @@ def publish(
     """
     registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
     artifact = session.scalar(
-        select(RegistryArtifact).where(
-            RegistryArtifact.registry_id == registry.id, RegistryArtifact.name == name
+        select(RegistryArtifactRow).where(
+            RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
         )
     )
     if artifact is None:
-        artifact = RegistryArtifact(registry_id=registry.id, name=name, version_count=0)
+        artifact = RegistryArtifactRow(registry_id=registry.id, name=name, version_count=0)
         session.add(artifact)
         session.flush()
     serialized = canonical_content(content)
@@ -182,22 +186,24 @@ def publish(
 
 
 def _existing_version(
-    session: Session, artifact: RegistryArtifact, version: str | None
-) -> RegistryArtifactVersion | None:
+    session: Session, artifact: RegistryArtifactRow, version: str | None
+) -> RegistryArtifactVersionRow | None:
     """The version a publish is compared with: the named one, or else the newest."""
     condition = (
-        RegistryArtifactVersion.version == version
+        RegistryArtifactVersionRow.version == version
         if version is not None
-        else RegistryArtifactVersion.number == artifact.version_count
+        else RegistryArtifactVersionRow.number == artifact.version_count
     )
     return session.scalar(
-        select(RegistryArtifactVersion).where(RegistryArtifactVersion.artifact_id == artifact.id, condition)
+        select(RegistryArtifactVersionRow).where(
+            RegistryArtifactVersionRow.artifact_id == artifact.id, condition
+        )
     )
 
 
 def _add_version(
     session: Session,
-    artifact: RegistryArtifact,
+    artifact: RegistryArtifactRow,
     *,
     version: str | None,
     content: str | list[ChatMessage],
@@ -205,10 +211,10 @@ def _add_version(
     content_hash: str,
     metadata: dict[str, Any],
     commit_message: str,
-) -> RegistryArtifactVersion:
+) -> RegistryArtifactVersionRow:
     # The registry row is locked (or, on SQLite, the database is), so the count cannot move under us.
     number = artifact.version_count + 1
-    row = RegistryArtifactVersion(
+    row = RegistryArtifactVersionRow(
         artifact_id=artifact.id,
         number=number,
         version=version or str(number),
@@ -242,9 +248,9 @@ def move_label(
 
 
 def _point_label(session: Session, artifact_id: str, label: str, version_id: str) -> None:
-    row = session.get(RegistryArtifactLabel, (artifact_id, label))
+    row = session.get(RegistryArtifactLabelRow, (artifact_id, label))
     if row is None:
-        session.add(RegistryArtifactLabel(artifact_id=artifact_id, label=label, version_id=version_id))
+        session.add(RegistryArtifactLabelRow(artifact_id=artifact_id, label=label, version_id=version_id))
     elif row.version_id != version_id:
         row.version_id = version_id
         row.updated_at = utcnow()
@@ -258,13 +264,13 @@ def list_artifacts(
 ) -> Page[Artifact]:
     """The registry's artifacts by name, each with where its labels point."""
     registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    condition = RegistryArtifact.registry_id == registry.id
-    total = session.scalar(select(func.count()).select_from(RegistryArtifact).where(condition)) or 0
+    condition = RegistryArtifactRow.registry_id == registry.id
+    total = session.scalar(select(func.count()).select_from(RegistryArtifactRow).where(condition)) or 0
     artifacts = list(
         session.scalars(
-            select(RegistryArtifact)
+            select(RegistryArtifactRow)
             .where(condition)
-            .order_by(RegistryArtifact.name)
+            .order_by(RegistryArtifactRow.name)
             .limit(limit)
             .offset(offset)
         )
@@ -272,11 +278,15 @@ def list_artifacts(
     labels: dict[str, dict[str, str]] = {artifact.id: {} for artifact in artifacts}
     pointers = session.execute(
         select(
-            RegistryArtifactLabel.artifact_id, RegistryArtifactLabel.label, RegistryArtifactVersion.version
+            RegistryArtifactLabelRow.artifact_id,
+            RegistryArtifactLabelRow.label,
+            RegistryArtifactVersionRow.version,
         )
-        .join(RegistryArtifactVersion, RegistryArtifactVersion.id == RegistryArtifactLabel.version_id)
-        .where(RegistryArtifactLabel.artifact_id.in_(list(labels)))
-        .order_by(RegistryArtifactLabel.label)
+        .join(
+            RegistryArtifactVersionRow, RegistryArtifactVersionRow.id == RegistryArtifactLabelRow.version_id
+        )
+        .where(RegistryArtifactLabelRow.artifact_id.in_(list(labels)))
+        .order_by(RegistryArtifactLabelRow.label)
     )
     for artifact_id, label, version in pointers:
         labels[artifact_id][label] = version
@@ -302,9 +312,9 @@ def list_versions(
     artifact = _artifact(session, registry, ref, name)
     rows = list(
         session.scalars(
-            select(RegistryArtifactVersion)
-            .where(RegistryArtifactVersion.artifact_id == artifact.id)
-            .order_by(RegistryArtifactVersion.number.desc())
+            select(RegistryArtifactVersionRow)
+            .where(RegistryArtifactVersionRow.artifact_id == artifact.id)
+            .order_by(RegistryArtifactVersionRow.number.desc())
             .limit(limit)
             .offset(offset)
         )
@@ -317,32 +327,32 @@ def list_versions(
 def _version_lookup() -> Select[Any]:
     """From the organization's slug down to one artifact's versions, joined through unique indexes."""
     return (
-        select(RegistryArtifactVersion, RegistryRow.visibility, RegistryRow.org_id)
-        .join(RegistryArtifact, RegistryArtifact.id == RegistryArtifactVersion.artifact_id)
-        .join(RegistryRow, RegistryRow.id == RegistryArtifact.registry_id)
-        .join(Organization, Organization.id == RegistryRow.org_id)
+        select(RegistryArtifactVersionRow, RegistryRow.visibility, RegistryRow.org_id)
+        .join(RegistryArtifactRow, RegistryArtifactRow.id == RegistryArtifactVersionRow.artifact_id)
+        .join(RegistryRow, RegistryRow.id == RegistryArtifactRow.registry_id)
+        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
         .where(
-            Organization.slug == bindparam("org_slug"),
+            OrganizationRow.slug == bindparam("org_slug"),
             RegistryRow.name == bindparam("registry_name"),
             RegistryRow.deleted_at.is_(None),
-            RegistryArtifact.name == bindparam("name"),
+            RegistryArtifactRow.name == bindparam("name"),
         )
     )
 
 
 # Built once: constructing a statement costs more than running it on the read path.
-_BY_VERSION = _version_lookup().where(RegistryArtifactVersion.version == bindparam("version"))
+_BY_VERSION = _version_lookup().where(RegistryArtifactVersionRow.version == bindparam("version"))
 _BY_LABEL = (
     _version_lookup()
-    .add_columns(RegistryArtifactLabel.label)
+    .add_columns(RegistryArtifactLabelRow.label)
     .join(
-        RegistryArtifactLabel,
-        (RegistryArtifactLabel.artifact_id == RegistryArtifact.id)
-        & (RegistryArtifactLabel.version_id == RegistryArtifactVersion.id),
+        RegistryArtifactLabelRow,
+        (RegistryArtifactLabelRow.artifact_id == RegistryArtifactRow.id)
+        & (RegistryArtifactLabelRow.version_id == RegistryArtifactVersionRow.id),
     )
-    .where(RegistryArtifactLabel.label.in_(bindparam("labels", expanding=True)))
+    .where(RegistryArtifactLabelRow.label.in_(bindparam("labels", expanding=True)))
     # Of the labels asked for, production first (the default is production, else latest).
-    .order_by(case((RegistryArtifactLabel.label == PRODUCTION_LABEL, 0), else_=1))
+    .order_by(case((RegistryArtifactLabelRow.label == PRODUCTION_LABEL, 0), else_=1))
     .limit(1)
 )
 
@@ -402,7 +412,9 @@ def _explain_missing(
     if label is not None:
         set_labels = sorted(
             session.scalars(
-                select(RegistryArtifactLabel.label).where(RegistryArtifactLabel.artifact_id == artifact.id)
+                select(RegistryArtifactLabelRow.label).where(
+                    RegistryArtifactLabelRow.artifact_id == artifact.id
+                )
             )
         )
         raise InvalidInput(
@@ -429,8 +441,8 @@ def _owned_registry(
     org_slug, name = _split(ref)
     query = (
         select(RegistryRow)
-        .join(Organization, Organization.id == RegistryRow.org_id)
-        .where(RegistryRow.org_id == org_id, Organization.slug == org_slug, RegistryRow.name == name)
+        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
+        .where(RegistryRow.org_id == org_id, OrganizationRow.slug == org_slug, RegistryRow.name == name)
     )
     if not include_deleted:
         query = query.where(RegistryRow.deleted_at.is_(None))
@@ -447,8 +459,8 @@ def _readable_registry(session: Session, *, reader_org_id: str | None, ref: str)
     org_slug, name = _split(ref)
     row = session.scalar(
         select(RegistryRow)
-        .join(Organization, Organization.id == RegistryRow.org_id)
-        .where(Organization.slug == org_slug, RegistryRow.name == name, RegistryRow.deleted_at.is_(None))
+        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
+        .where(OrganizationRow.slug == org_slug, RegistryRow.name == name, RegistryRow.deleted_at.is_(None))
     )
     if row is not None and (row.visibility == "public" or row.org_id == reader_org_id):
         return row
@@ -460,10 +472,10 @@ def _readable_registry(session: Session, *, reader_org_id: str | None, ref: str)
     raise NotFound(f"No registry '{ref}'", field="registryRef")
 
 
-def _artifact(session: Session, registry: RegistryRow, ref: str, name: str) -> RegistryArtifact:
+def _artifact(session: Session, registry: RegistryRow, ref: str, name: str) -> RegistryArtifactRow:
     artifact = session.scalar(
-        select(RegistryArtifact).where(
-            RegistryArtifact.registry_id == registry.id, RegistryArtifact.name == name
+        select(RegistryArtifactRow).where(
+            RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
         )
     )
     if artifact is None:
@@ -471,10 +483,11 @@ def _artifact(session: Session, registry: RegistryRow, ref: str, name: str) -> R
     return artifact
 
 
-def _version(session: Session, artifact: RegistryArtifact, version: str) -> RegistryArtifactVersion:
+def _version(session: Session, artifact: RegistryArtifactRow, version: str) -> RegistryArtifactVersionRow:
     row = session.scalar(
-        select(RegistryArtifactVersion).where(
-            RegistryArtifactVersion.artifact_id == artifact.id, RegistryArtifactVersion.version == version
+        select(RegistryArtifactVersionRow).where(
+            RegistryArtifactVersionRow.artifact_id == artifact.id,
+            RegistryArtifactVersionRow.version == version,
         )
     )
     if row is None:
@@ -485,9 +498,9 @@ def _version(session: Session, artifact: RegistryArtifact, version: str) -> Regi
 def _labels_of_versions(session: Session, version_ids: list[str]) -> dict[str, list[str]]:
     labels: dict[str, list[str]] = {version_id: [] for version_id in version_ids}
     rows = session.execute(
-        select(RegistryArtifactLabel.version_id, RegistryArtifactLabel.label)
-        .where(RegistryArtifactLabel.version_id.in_(version_ids))
-        .order_by(RegistryArtifactLabel.label)
+        select(RegistryArtifactLabelRow.version_id, RegistryArtifactLabelRow.label)
+        .where(RegistryArtifactLabelRow.version_id.in_(version_ids))
+        .order_by(RegistryArtifactLabelRow.label)
     )
     for version_id, label in rows:
         labels[version_id].append(label)
@@ -502,8 +515,8 @@ def _registry_record(
 ) -> Registry:
     if artifact_count is None or version_count is None:
         artifact_count, version_count = session.execute(
-            select(func.count(), func.coalesce(func.sum(RegistryArtifact.version_count), 0)).where(
-                RegistryArtifact.registry_id == row.id
+            select(func.count(), func.coalesce(func.sum(RegistryArtifactRow.version_count), 0)).where(
+                RegistryArtifactRow.registry_id == row.id
             )
         ).one()
     return Registry(
@@ -519,7 +532,7 @@ def _registry_record(
     )
 
 
-def _version_fields(ref: str, name: str, row: RegistryArtifactVersion) -> dict[str, Any]:
+def _version_fields(ref: str, name: str, row: RegistryArtifactVersionRow) -> dict[str, Any]:
     return {
         "registry_ref": ref,
         "name": name,
@@ -534,5 +547,5 @@ def _version_fields(ref: str, name: str, row: RegistryArtifactVersion) -> dict[s
     }
 
 
-def _content(row: RegistryArtifactVersion) -> str | list[dict[str, str]]:
+def _content(row: RegistryArtifactVersionRow) -> str | list[dict[str, str]]:
     return row.content if row.content_type == "text" else json.loads(row.content)

@@ -7,7 +7,7 @@ from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.routing import Route
 from service.tools import service
-from service.tools.models import ToolDeploymentRecord
+from service.tools.models import ToolDeploymentRow
 
 router = APIRouter(route_class=Route, prefix="/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
@@ -116,7 +116,7 @@ def list_tool_deployments(
 
 def _deployment(recorded: service.DeploymentWithHistory) -> ToolDeployment:
     record = recorded.record
-    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRecord.__table__.columns}
+    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRow.__table__.columns}
     return ToolDeployment.model_validate(
         {
             **columns,

@@ -7,7 +7,7 @@ from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
 from service.deployments.analytics import rebuild_rollups
-from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.models import DeploymentJobRow as JobRow
 from tests.console.conftest import APP, texts
 from tests.test_deployment_analytics import org_id_of
 from tests.test_deployments import versioned_agent, wait_for_end
