@@ -32,7 +32,7 @@ from typing import Any, TypeVar
 import httpcore
 import httpx
 
-from api.client import retry_after_seconds
+from api.headers import RETRY_AFTER_HEADER, retry_after_seconds
 from api.notifications import RESPONSE_BODY_BYTES
 from service.crypto import cipher_for
 from service.db import Database, utcnow
@@ -509,7 +509,7 @@ def _answered(answer: Answer, latency_ms: int, sent_headers: dict[str, str]) -> 
     return Outcome(
         delivered=False,
         error=f"HTTP {answer.status}" + (f": {excerpt}" if excerpt else ""),
-        retry_after=retry_after_seconds(httpx.Response(answer.status, headers=answer.headers)),
+        retry_after=retry_after_seconds(answer.headers.get(RETRY_AFTER_HEADER.lower())),
         gone=answer.status == 410,
         **common,
     )
