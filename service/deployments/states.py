@@ -70,6 +70,7 @@ from service.environments.models import EnvironmentRow
 from service.events.service import record_event
 from service.orgs.models import OrganizationRow
 from service.registries.models import RegistryArtifactRow, RegistryArtifactVersionRow, RegistryRow
+from service.responses import splice_json
 from service.settings import Settings
 from service.tools.models import ToolDeploymentRow
 
@@ -212,8 +213,8 @@ def status_matrix(
         limit=limit,
         offset=offset,
         total_agents=total,
-    ).model_dump_json(exclude={"items"})
-    return f'{head[:-1]},"items":[{cells or ""}]}}'
+    )
+    return splice_json(head, items=f"[{cells or ''}]")
 
 
 def forget_agent(session: Session, *, agent_id: str) -> None:

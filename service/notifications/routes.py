@@ -35,7 +35,7 @@ from service.notifications.query import (
     SCALARS,
 )
 from service.query import parse_query
-from service.responses import rendered_json
+from service.responses import rendered_json, splice_json
 from service.routing import Route
 
 router = APIRouter(route_class=Route, prefix="/notifications", tags=["Notifications"])
@@ -215,10 +215,7 @@ def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
         total=page.total,
         next_cursor=page.next_cursor,
     )
-    # `items` is the page's first field: the entries, JSON already, go in right after its opening.
-    opening = '{"items":['
-    rest = frame.model_dump_json().removeprefix(opening)
-    return rendered_json(opening + ",".join(page.entries) + rest)
+    return rendered_json(splice_json(frame, items=f"[{','.join(page.entries)}]"))
 
 
 @router.get("/logs/stats", response_model=LogStats)
