@@ -27,7 +27,7 @@ from api.notifications import (
 )
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
-from service.notifications import service
+from service.notifications import deliveries, logs, service
 from service.notifications.query import (
     DELIVERIES_QUERY_OPENAPI,
     DELIVERY_SCALARS,
@@ -103,7 +103,7 @@ def rotate_secret(
 @router.post("/channels/{channel_id}/recover", response_model=Recovered)
 def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: DbSession) -> Recovered:
     """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
-    count = service.recover(
+    count = deliveries.recover(
         session,
         org_id=caller.org_id_for(body.org_slug),
         channel_id=channel_id,
@@ -126,14 +126,14 @@ def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, se
     delivery = service.send_test(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
     )
-    return service.delivery_record(session, delivery)
+    return deliveries.delivery_record(session, delivery)
 
 
 @router.get("/deliveries", response_model=Page[Delivery], openapi_extra=DELIVERIES_QUERY_OPENAPI)
 def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Page[Delivery]:
     """Deliveries (one per event and channel), newest first; `total` counts every match."""
     query = parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
-    page = service.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    page = deliveries.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
     return Page[Delivery](
         items=page.items,
         limit=query.pagination.limit,
@@ -149,7 +149,7 @@ def get_delivery(
 ) -> DeliveryDetail:
     """A delivery with its event, the body every attempt sends, and each attempt: the request's
     headers (never a secret), the answer's status, headers and first 4 KiB, latency and error."""
-    return service.get_delivery(
+    return deliveries.get_delivery(
         session, org_id=caller.org_id_for(org_slug), delivery_id=delivery_id, settings=settings
     )
 
@@ -158,8 +158,8 @@ def get_delivery(
 def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSession) -> Delivery:
     """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
     The message keeps its `webhook-id`."""
-    delivery = service.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
-    return service.delivery_record(session, delivery)
+    delivery = deliveries.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
+    return deliveries.delivery_record(session, delivery)
 
 
 @router.post("/subscriptions/subscribe", response_model=Subscription)
@@ -207,7 +207,7 @@ def list_subscriptions(
 def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
     query = parse_query(request, LogQuery, SCALARS)
-    page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    page = logs.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
     frame = Page[LogEntry](
         items=[],
         limit=query.pagination.limit,
@@ -229,4 +229,4 @@ def log_stats(
     ] = STATS_DEFAULT_DAYS,
 ) -> LogStats:
     """Delivery attempts per day and per channel, by outcome: the log's charts, counted in the database."""
-    return service.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)
+    return logs.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)
