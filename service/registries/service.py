@@ -8,7 +8,6 @@ another organization's key: 404, as if it did not exist).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -28,12 +27,22 @@ from api.registries import (
     Visibility,
     canonical_content,
     content_type,
-    registry_ref,
     template_variables,
 )
 from service.db import insert_unless_taken, utcnow
-from service.errors import AlreadyExists, InvalidInput, NotFound, Unauthorized
+from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.orgs.models import OrganizationRow
+from service.registries.lookups import (
+    find_artifact,
+    find_version,
+    labels_of_versions,
+    owned_registry,
+    readable_registry,
+    registry_record,
+    split_ref,
+    version_content,
+    version_fields,
+)
 from service.registries.models import (
     RegistryArtifactLabelRow,
     RegistryArtifactRow,
@@ -70,7 +79,7 @@ def create_registry(
                 field="name",
             )
         raise AlreadyExists(f"Registry '{name}' already exists", field="name")
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 def list_registries(
@@ -99,25 +108,25 @@ def list_registries(
         .offset(offset)
     ).all()
     items = [
-        _registry_record(session, row, artifacts or 0, versions or 0) for row, artifacts, versions in rows
+        registry_record(session, row, artifacts or 0, versions or 0) for row, artifacts, versions in rows
     ]
     return Page[Registry](items=items, limit=limit, offset=offset, total=total)
 
 
 def delete_registry(session: Session, *, org_id: str, ref: str) -> Registry:
     """Soft delete: the registry and its artifacts answer 404 from now on; every row stays."""
-    row = _owned_registry(session, org_id=org_id, ref=ref)
+    row = owned_registry(session, org_id=org_id, ref=ref)
     row.deleted_at = utcnow()
     session.flush()
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 def restore_registry(session: Session, *, org_id: str, ref: str) -> Registry:
     """Undo a soft delete. Restoring a registry that is not deleted changes nothing."""
-    row = _owned_registry(session, org_id=org_id, ref=ref, include_deleted=True)
+    row = owned_registry(session, org_id=org_id, ref=ref, include_deleted=True)
     row.deleted_at = None
     session.flush()
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 # -- publishing and labels ----------------------------------------------------------------
@@ -141,7 +150,7 @@ def publish(
     content it is refused. Without: content equal to the newest version's returns that version, any
     other content becomes the next number. `labels` are moved onto the version either way.
     """
-    registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
     artifact = session.scalar(
         select(RegistryArtifactRow).where(
             RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
@@ -178,10 +187,10 @@ def publish(
         _point_label(session, artifact.id, label, existing.id)
     session.flush()
     return PublishedArtifact(
-        **_version_fields(ref, name, existing),
-        content=_content(existing),
+        **version_fields(ref, name, existing),
+        content=version_content(existing),
         created=created,
-        labels=_labels_of_versions(session, [existing.id])[existing.id],
+        labels=labels_of_versions(session, [existing.id])[existing.id],
     )
 
 
@@ -237,13 +246,13 @@ def move_label(
     session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
 ) -> ArtifactVersion:
     """Point `label` at `version` of the artifact, taking it off any other version."""
-    registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
-    artifact = _artifact(session, registry, ref, name)
-    row = _version(session, artifact, version)
+    registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    artifact = find_artifact(session, registry, ref, name)
+    row = find_version(session, artifact, version)
     _point_label(session, artifact.id, label, row.id)
     session.flush()
     return ArtifactVersion(
-        **_version_fields(ref, name, row), labels=_labels_of_versions(session, [row.id])[row.id]
+        **version_fields(ref, name, row), labels=labels_of_versions(session, [row.id])[row.id]
     )
 
 
@@ -263,7 +272,7 @@ def list_artifacts(
     session: Session, *, reader_org_id: str | None, ref: str, limit: int, offset: int
 ) -> Page[Artifact]:
     """The registry's artifacts by name, each with where its labels point."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
     condition = RegistryArtifactRow.registry_id == registry.id
     total = session.scalar(select(func.count()).select_from(RegistryArtifactRow).where(condition)) or 0
     artifacts = list(
@@ -308,8 +317,8 @@ def list_versions(
     session: Session, *, reader_org_id: str | None, ref: str, name: str, limit: int, offset: int
 ) -> Page[ArtifactVersion]:
     """The artifact's versions, newest first, without their content."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    artifact = _artifact(session, registry, ref, name)
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    artifact = find_artifact(session, registry, ref, name)
     rows = list(
         session.scalars(
             select(RegistryArtifactVersionRow)
@@ -319,8 +328,8 @@ def list_versions(
             .offset(offset)
         )
     )
-    labels = _labels_of_versions(session, [row.id for row in rows])
-    items = [ArtifactVersion(**_version_fields(ref, name, row), labels=labels[row.id]) for row in rows]
+    labels = labels_of_versions(session, [row.id for row in rows])
+    items = [ArtifactVersion(**version_fields(ref, name, row), labels=labels[row.id]) for row in rows]
     return Page[ArtifactVersion](items=items, limit=limit, offset=offset, total=artifact.version_count)
 
 
@@ -371,7 +380,7 @@ def retrieve(
     The hot path of the registry: one indexed query from the organization's slug to the version.
     Only when it finds nothing readable do the slower lookups run, to say precisely what is missing.
     """
-    org_slug, registry_name = _split(ref)
+    org_slug, registry_name = split_ref(ref)
     parameters: dict[str, Any] = {"org_slug": org_slug, "registry_name": registry_name, "name": name}
     if version is not None:
         query, parameters["version"] = _BY_VERSION, version
@@ -384,8 +393,8 @@ def retrieve(
         )
     row = found[0]
     artifact = RetrievedArtifact(
-        **_version_fields(ref, name, row),
-        content=_content(row),
+        **version_fields(ref, name, row),
+        content=version_content(row),
         label=found.label if version is None else None,
     )
     return Retrieval(
@@ -405,10 +414,10 @@ def _explain_missing(
     label: str | None,
 ) -> NoReturn:
     """Raise the error that says what a retrieve could not find (access first, so nothing leaks)."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    artifact = _artifact(session, registry, ref, name)
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    artifact = find_artifact(session, registry, ref, name)
     if version is not None:
-        _version(session, artifact, version)
+        find_version(session, artifact, version)
     if label is not None:
         set_labels = sorted(
             session.scalars(
@@ -424,128 +433,3 @@ def _explain_missing(
         )
     # Only a publish committed between the two lookups gets here; the next attempt finds it.
     raise NotFound(f"Artifact '{name}' was being published while it was read; retry", field="name")
-
-
-# -- lookups ------------------------------------------------------------------------------
-
-
-def _split(ref: str) -> tuple[str, str]:
-    org_slug, _, name = ref.partition("/")
-    return org_slug, name
-
-
-def _owned_registry(
-    session: Session, *, org_id: str, ref: str, lock: bool = False, include_deleted: bool = False
-) -> RegistryRow:
-    """A registry of the caller's own organization, or 404 (another organization's is absent too)."""
-    org_slug, name = _split(ref)
-    query = (
-        select(RegistryRow)
-        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
-        .where(RegistryRow.org_id == org_id, OrganizationRow.slug == org_slug, RegistryRow.name == name)
-    )
-    if not include_deleted:
-        query = query.where(RegistryRow.deleted_at.is_(None))
-    if lock:
-        # Publishes to one registry take turns on PostgreSQL: no duplicate or skipped numbers.
-        query = query.with_for_update(of=RegistryRow)
-    row = session.scalar(query)
-    if row is None:
-        raise NotFound(f"No registry '{ref}'", field="registryRef")
-    return row
-
-
-def _readable_registry(session: Session, *, reader_org_id: str | None, ref: str) -> RegistryRow:
-    org_slug, name = _split(ref)
-    row = session.scalar(
-        select(RegistryRow)
-        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
-        .where(OrganizationRow.slug == org_slug, RegistryRow.name == name, RegistryRow.deleted_at.is_(None))
-    )
-    if row is not None and (row.visibility == "public" or row.org_id == reader_org_id):
-        return row
-    if reader_org_id is None:
-        # The same answer whether it is private or absent: a caller without a key learns nothing.
-        raise Unauthorized(
-            f"Registry '{ref}' is private or does not exist: send an API key of its organization"
-        )
-    raise NotFound(f"No registry '{ref}'", field="registryRef")
-
-
-def _artifact(session: Session, registry: RegistryRow, ref: str, name: str) -> RegistryArtifactRow:
-    artifact = session.scalar(
-        select(RegistryArtifactRow).where(
-            RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
-        )
-    )
-    if artifact is None:
-        raise NotFound(f"No artifact '{name}' in registry '{ref}'", field="name")
-    return artifact
-
-
-def _version(session: Session, artifact: RegistryArtifactRow, version: str) -> RegistryArtifactVersionRow:
-    row = session.scalar(
-        select(RegistryArtifactVersionRow).where(
-            RegistryArtifactVersionRow.artifact_id == artifact.id,
-            RegistryArtifactVersionRow.version == version,
-        )
-    )
-    if row is None:
-        raise NotFound(f"Artifact '{artifact.name}' has no version '{version}'", field="version")
-    return row
-
-
-def _labels_of_versions(session: Session, version_ids: list[str]) -> dict[str, list[str]]:
-    labels: dict[str, list[str]] = {version_id: [] for version_id in version_ids}
-    rows = session.execute(
-        select(RegistryArtifactLabelRow.version_id, RegistryArtifactLabelRow.label)
-        .where(RegistryArtifactLabelRow.version_id.in_(version_ids))
-        .order_by(RegistryArtifactLabelRow.label)
-    )
-    for version_id, label in rows:
-        labels[version_id].append(label)
-    return labels
-
-
-# -- records ------------------------------------------------------------------------------
-
-
-def _registry_record(
-    session: Session, row: RegistryRow, artifact_count: int | None = None, version_count: int | None = None
-) -> Registry:
-    if artifact_count is None or version_count is None:
-        artifact_count, version_count = session.execute(
-            select(func.count(), func.coalesce(func.sum(RegistryArtifactRow.version_count), 0)).where(
-                RegistryArtifactRow.registry_id == row.id
-            )
-        ).one()
-    return Registry(
-        id=row.id,
-        registry_ref=registry_ref(row.org.slug, row.name),
-        name=row.name,
-        visibility=row.visibility,
-        description=row.description,
-        artifact_count=artifact_count,
-        version_count=version_count,
-        created_at=row.created_at,
-        deleted_at=row.deleted_at,
-    )
-
-
-def _version_fields(ref: str, name: str, row: RegistryArtifactVersionRow) -> dict[str, Any]:
-    return {
-        "registry_ref": ref,
-        "name": name,
-        "version": row.version,
-        "number": row.number,
-        "content_type": row.content_type,
-        "content_hash": row.content_hash,
-        "variables": row.variables,
-        "metadata": row.metadata_,
-        "commit_message": row.commit_message,
-        "created_at": row.created_at,
-    }
-
-
-def _content(row: RegistryArtifactVersionRow) -> str | list[dict[str, str]]:
-    return row.content if row.content_type == "text" else json.loads(row.content)
