@@ -3,37 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.agents import content_hash
+from api.agents import CreateAgent, UpdateAgent, content_hash
 from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
 from service.db import insert_unless_taken, utcnow
 from service.deployments.states import forget_agent, refresh_agent
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import FleetRow
+from service.patches import patched_fields
 
 # The draft fields a PATCH may change, by attribute name; fleet and tags are handled apart.
 DRAFT_FIELDS = ("name", "provider", "provider_config", "prompt_references")
 
 
-def create_agent(
-    session: Session,
-    *,
-    org_id: str,
-    stable_key: str,
-    provider: str,
-    name: str | None,
-    tags: Sequence[str],
-    provider_config: dict[str, Any],
-    prompt_references: dict[str, str],
-    fleet_id: str | None,
-) -> AgentRow:
+def create_agent(session: Session, *, org_id: str, request: CreateAgent) -> AgentRow:
     """A new agent with the given draft and no versions. Its stableKey must be new to the org, ever."""
-    if fleet_id is not None:
-        _check_fleet(session, org_id=org_id, fleet_id=fleet_id)
+    stable_key = request.stable_key
+    if request.fleet_id is not None:
+        _check_fleet(session, org_id=org_id, fleet_id=request.fleet_id)
     existing = session.scalar(
         select(AgentRow).where(AgentRow.org_id == org_id, AgentRow.stable_key == stable_key)
     )
@@ -42,12 +32,12 @@ def create_agent(
     agent = AgentRow(
         org_id=org_id,
         stable_key=stable_key,
-        name=name or stable_key,
-        provider=provider,
-        provider_config=provider_config,
-        prompt_references=prompt_references,
-        fleet_id=fleet_id,
-        tag_rows=[AgentTagRow(tag=tag) for tag in tags],
+        name=request.name or stable_key,
+        provider=request.provider,
+        provider_config=request.provider_config,
+        prompt_references=request.prompt_references,
+        fleet_id=request.fleet_id,
+        tag_rows=[AgentTagRow(tag=tag) for tag in request.tags],
     )
     if not insert_unless_taken(session, agent):
         raise AlreadyExists(f"An agent with stableKey '{stable_key}' already exists", field="stableKey")
@@ -95,9 +85,10 @@ def get_agent(session: Session, *, org_id: str, stable_key: str, for_update: boo
     return agent
 
 
-def update_agent(session: Session, *, org_id: str, stable_key: str, changes: dict[str, Any]) -> AgentRow:
-    """Apply the changes given (attribute name → value) to the draft; `fleet_id: None` leaves the fleet."""
+def update_agent(session: Session, *, org_id: str, stable_key: str, request: UpdateAgent) -> AgentRow:
+    """Apply the fields the request sets to the draft; `fleetId: null` leaves the fleet."""
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
+    changes = patched_fields(request)
     if changes.get("fleet_id") is not None:
         _check_fleet(session, org_id=org_id, fleet_id=changes["fleet_id"])
     if "fleet_id" in changes:

@@ -3,27 +3,27 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from api.fleets import CreateFleet, UpdateFleet
 from service.agents.models import AgentRow
 from service.db import insert_unless_taken, utcnow
 from service.environments.models import EnvironmentRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import FleetEnvironmentRow, FleetRow
+from service.patches import patched_fields
 
 
-def create_fleet(
-    session: Session, *, org_id: str, name: str, description: str, environment_ids: Sequence[str]
-) -> FleetRow:
+def create_fleet(session: Session, *, org_id: str, request: CreateFleet) -> FleetRow:
+    name, environment_ids = request.name, request.environment_ids
     _check_environments(session, org_id=org_id, environment_ids=environment_ids)
     _check_name_free(session, org_id=org_id, name=name)
     fleet = FleetRow(
         org_id=org_id,
         name=name,
-        description=description,
+        description=request.description,
         environment_links=[FleetEnvironmentRow(environment_id=env_id) for env_id in environment_ids],
     )
     if not insert_unless_taken(session, fleet):
@@ -48,9 +48,10 @@ def get_fleet(session: Session, *, org_id: str, fleet_id: str) -> FleetRow:
     return fleet
 
 
-def update_fleet(session: Session, *, org_id: str, fleet_id: str, changes: dict[str, Any]) -> FleetRow:
-    """Apply the changes given (attribute name → value); `environment_ids` replaces the whole set."""
+def update_fleet(session: Session, *, org_id: str, fleet_id: str, request: UpdateFleet) -> FleetRow:
+    """Apply the fields the request sets; `environmentIds` replaces the whole set."""
     fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
+    changes = patched_fields(request)
     if "environment_ids" in changes:
         wanted = changes["environment_ids"]
         _check_environments(session, org_id=org_id, environment_ids=wanted)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
 
 from sqlalchemy import (
     func,
@@ -20,6 +19,7 @@ from api.notifications import (
     DeliveryEvent,
     DeliveryQuery,
     DeliveryRequest,
+    RecoverRequest,
 )
 from service.db import utcnow
 from service.errors import NotFound
@@ -181,10 +181,9 @@ def resend(session: Session, *, org_id: str, delivery_id: str) -> DeliveryRow:
     return delivery
 
 
-def recover(
-    session: Session, *, org_id: str, channel_id: str, since: datetime, until: datetime | None
-) -> int:
+def recover(session: Session, *, org_id: str, channel_id: str, request: RecoverRequest) -> int:
     """Queue again the channel's failed, dead and held deliveries made in [since, until); how many."""
+    since, until = request.since, request.until
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     refuse_disabled(channel, "recover its deliveries")
     now = utcnow()

@@ -47,12 +47,7 @@ def create_channel(
 ) -> CreatedChannel:
     """Create a channel. A webhook channel's `whsec_` signing secret is in this answer only."""
     created = service.create_channel(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        kind=body.kind,
-        config=body.config,
-        cipher=cipher_for(settings),
+        session, org_id=caller.org_id_for(body.org_slug), request=body, cipher=cipher_for(settings)
     )
     shown = Channel.model_validate(created.record).model_dump()
     return CreatedChannel.model_validate({**shown, "signing_secret": created.signing_secret})
@@ -75,7 +70,7 @@ def update_channel(
         session,
         org_id=caller.org_id_for(body.org_slug),
         channel_id=channel_id,
-        changes=body,
+        request=body,
         actor=f"key '{caller.key_name}'",
         cipher=cipher_for(settings),
     )
@@ -104,11 +99,7 @@ def rotate_secret(
 def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: DbSession) -> Recovered:
     """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
     count = deliveries.recover(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=channel_id,
-        since=body.since,
-        until=body.until,
+        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
     )
     return Recovered(channel_id=channel_id, since=body.since, until=body.until, recovered=count)
 
@@ -124,7 +115,7 @@ def delete_channel(channel_id: str, org_slug: OrgSlugQuery, caller: Operator, se
 def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, session: DbSession) -> Delivery:
     """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
     delivery = service.send_test(
-        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
+        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
     )
     return deliveries.delivery_record(session, delivery)
 
@@ -165,25 +156,14 @@ def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSessi
 @router.post("/subscriptions/subscribe", response_model=Subscription)
 def subscribe(body: Subscribe, caller: Operator, session: DbSession) -> Subscription:
     """Subscribe a channel to one event type; subscribing again sets `enabled`."""
-    subscription = service.subscribe(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=body.channel_id,
-        event_type=body.event_type,
-        enabled=body.enabled,
-    )
+    subscription = service.subscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
 
 
 @router.post("/subscriptions/unsubscribe", response_model=Subscription)
 def unsubscribe(body: Unsubscribe, caller: Operator, session: DbSession) -> Subscription:
     """Remove a channel's subscription to one event type; answers with the removed subscription."""
-    subscription = service.unsubscribe(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=body.channel_id,
-        event_type=body.event_type,
-    )
+    subscription = service.unsubscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
 
 

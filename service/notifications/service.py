@@ -25,6 +25,10 @@ from sqlalchemy.orm import Session
 from api.common import format_timestamp
 from api.notifications import (
     ChannelConfigInput,
+    ChannelTestRequest,
+    CreateChannel,
+    Subscribe,
+    Unsubscribe,
     UpdateChannel,
 )
 from service.crypto import Cipher, reencrypt_column
@@ -50,14 +54,15 @@ class CreatedChannel:
 
 
 def create_channel(
-    session: Session, *, org_id: str, name: str, kind: str, config: ChannelConfigInput, cipher: Cipher
+    session: Session, *, org_id: str, request: CreateChannel, cipher: Cipher
 ) -> CreatedChannel:
     """Create a channel; a webhook channel gets a signing secret, returned here and never again."""
-    shown, secret, signing_secret = _channel_config(kind, config)
+    name = request.name
+    shown, secret, signing_secret = _channel_config(request.kind, request.config)
     record = ChannelRow(
         org_id=org_id,
         name=name,
-        kind=kind,
+        kind=request.kind,
         config=shown,
         secret_encrypted=cipher.encrypt(secret) if secret else None,
     )
@@ -115,23 +120,23 @@ def delete_channel(session: Session, *, org_id: str, channel_id: str) -> Channel
 
 
 def update_channel(
-    session: Session, *, org_id: str, channel_id: str, changes: UpdateChannel, actor: str, cipher: Cipher
+    session: Session, *, org_id: str, channel_id: str, request: UpdateChannel, actor: str, cipher: Cipher
 ) -> ChannelRow:
     """Rename a channel, give it a new address of its kind, enable or disable it."""
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     now = utcnow()
-    if changes.config is not None:
-        shown, secret, _ = _channel_config(channel.kind, changes.config)
+    if request.config is not None:
+        shown, secret, _ = _channel_config(channel.kind, request.config)
         channel.config = shown
         if channel.kind == "slack":
             channel.secret_encrypted = cipher.encrypt(secret or "")
-    if changes.name is not None and changes.name != channel.name:
-        _rename(session, channel, changes.name)
-    if changes.enabled is False:
+    if request.name is not None and request.name != channel.name:
+        _rename(session, channel, request.name)
+    if request.enabled is False:
         disable_channel(
             session, channel_id=channel.id, now=now, reason=f"Disabled by {actor} on {format_timestamp(now)}"
         )
-    elif changes.enabled is True:
+    elif request.enabled is True:
         # Its held deliveries stay held: recovering them is the operator's choice.
         channel.disabled_at = channel.disabled_reason = None
     session.flush()
@@ -198,8 +203,9 @@ def refuse_disabled(channel: ChannelRow, action: str) -> None:
         )
 
 
-def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str) -> DeliveryRow:
+def send_test(session: Session, *, org_id: str, channel_id: str, request: ChannelTestRequest) -> DeliveryRow:
     """Record a test event addressed to this channel alone and queue its delivery."""
+    event_type = request.event_type
     channel = get_channel(session, org_id=org_id, channel_id=channel_id)
     refuse_disabled(channel, "send a test")
     event = record_event(
@@ -218,11 +224,10 @@ def send_test(session: Session, *, org_id: str, channel_id: str, event_type: str
     return delivery
 
 
-def subscribe(
-    session: Session, *, org_id: str, channel_id: str, event_type: str, enabled: bool
-) -> SubscriptionRow:
+def subscribe(session: Session, *, org_id: str, request: Subscribe) -> SubscriptionRow:
     """Subscribe a channel to an event type; subscribing again sets `enabled`."""
-    channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+    event_type, enabled = request.event_type, request.enabled
+    channel = get_channel(session, org_id=org_id, channel_id=request.channel_id)
     existing = _subscription(session, channel_id=channel.id, event_type=event_type)
     if existing is None:
         candidate = SubscriptionRow(
@@ -240,8 +245,9 @@ def subscribe(
     return existing
 
 
-def unsubscribe(session: Session, *, org_id: str, channel_id: str, event_type: str) -> SubscriptionRow:
-    channel = get_channel(session, org_id=org_id, channel_id=channel_id)
+def unsubscribe(session: Session, *, org_id: str, request: Unsubscribe) -> SubscriptionRow:
+    event_type = request.event_type
+    channel = get_channel(session, org_id=org_id, channel_id=request.channel_id)
     existing = _subscription(session, channel_id=channel.id, event_type=event_type)
     if existing is None:
         raise NotFound(f"The channel is not subscribed to '{event_type}'", field="eventType")

@@ -3,29 +3,31 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.tools import HISTORY_SHOWN
+from api.tools import HISTORY_SHOWN, CreateTool, RecordToolDeployment, UpdateTool
 from service.db import insert_unless_taken, utcnow
 from service.deployments.states import refresh_tool
 from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.patches import patched_fields
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 
-def create_tool(
-    session: Session, *, org_id: str, name: str, tool_key: str, description: str, input_schema: dict[str, Any]
-) -> ToolRow:
+def create_tool(session: Session, *, org_id: str, request: CreateTool) -> ToolRow:
     tool = ToolRow(
-        org_id=org_id, name=name, tool_key=tool_key, description=description, input_schema=input_schema
+        org_id=org_id,
+        name=request.name,
+        tool_key=request.tool_key,
+        description=request.description,
+        input_schema=request.input_schema,
     )
     if not insert_unless_taken(session, tool):
         raise AlreadyExists(
-            f"A tool with key '{tool_key}' already exists in this organization", field="toolKey"
+            f"A tool with key '{request.tool_key}' already exists in this organization", field="toolKey"
         )
     return tool
 
@@ -45,9 +47,9 @@ def get_tool(session: Session, *, org_id: str, tool_id: str) -> ToolRow:
     return tool
 
 
-def update_tool(session: Session, *, org_id: str, tool_id: str, changes: dict[str, Any]) -> ToolRow:
+def update_tool(session: Session, *, org_id: str, tool_id: str, request: UpdateTool) -> ToolRow:
     tool = get_tool(session, org_id=org_id, tool_id=tool_id)
-    for field, value in changes.items():
+    for field, value in patched_fields(request).items():
         setattr(tool, field, value)
     session.flush()
     return tool
@@ -69,28 +71,20 @@ class DeploymentWithHistory:
 
 
 def record_tool_deployment(
-    session: Session,
-    *,
-    org_id: str,
-    tool_key: str,
-    environment: str,
-    tool_name: str,
-    provider: str,
-    tool_id: str,
-    version: str,
-    hash: str,
-    tool_provider_config: dict[str, Any] | None,
+    session: Session, *, org_id: str, request: RecordToolDeployment
 ) -> DeploymentWithHistory:
     """Create or update the record of a tool in an environment.
 
     A different version or hash moves what was deployed into the history; the same version and hash
     only refresh the descriptive fields (name, config), so re-sending a record is harmless.
     """
+    tool_key, environment = request.tool_key, request.environment
     target = find_environment_by_name(session, org_id=org_id, name=environment)
     if target is None:
         raise InvalidInput(f"No environment named '{environment}' in this organization", field="environment")
-    deployed = {"provider": provider, "tool_id": tool_id, "version": version, "hash": hash}
-    described = {"tool_name": tool_name, "tool_provider_config": tool_provider_config}
+    version, hash = request.version, request.hash
+    deployed = {"provider": request.provider, "tool_id": request.tool_id, "version": version, "hash": hash}
+    described = {"tool_name": request.tool_name, "tool_provider_config": request.tool_provider_config}
     record = _find_record(session, environment_id=target.id, tool_key=tool_key)
     if record is None:
         created = ToolDeploymentRow(
