@@ -13,29 +13,27 @@ from typing import Any
 from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
+from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from service.agents.models import AgentRow
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
 from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.patches import patched_fields
 
 
-def create_environment(
-    session: Session,
-    *,
-    org_id: str,
-    name: str,
-    description: str,
-    target: str,
-    webhook_url: str | None,
-) -> EnvironmentRow:
-    _check_target(target, webhook_url)
+def create_environment(session: Session, *, org_id: str, request: CreateEnvironment) -> EnvironmentRow:
+    _check_target(request.target, request.webhook_url)
     environment = EnvironmentRow(
-        org_id=org_id, name=name, description=description, target=target, webhook_url=webhook_url
+        org_id=org_id,
+        name=request.name,
+        description=request.description,
+        target=request.target,
+        webhook_url=request.webhook_url,
     )
     if not insert_unless_taken(session, environment):
-        raise _name_taken(name)
+        raise _name_taken(request.name)
     return environment
 
 
@@ -75,10 +73,11 @@ def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Env
 
 
 def update_environment(
-    session: Session, *, org_id: str, environment_id: str, changes: dict[str, Any]
+    session: Session, *, org_id: str, environment_id: str, request: UpdateEnvironment
 ) -> EnvironmentRow:
     """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    changes = patched_fields(request)
     target = changes.get("target", environment.target)
     if target == "builtin" and "webhook_url" not in changes:
         changes = {**changes, "webhook_url": None}
@@ -149,15 +148,14 @@ def delete_environment(session: Session, *, org_id: str, environment_id: str) ->
     return environment
 
 
-def set_secret(
-    session: Session, *, cipher: Cipher, org_id: str, name: str, value: str, environment_id: str | None
-) -> SecretRow:
+def set_secret(session: Session, *, cipher: Cipher, org_id: str, request: SetSecret) -> SecretRow:
     """Store a secret, or give an existing one (same name and scope) a new value and version."""
+    name, environment_id = request.name, request.environment_id
     if environment_id is not None and not _environment_exists(
         session, org_id=org_id, environment_id=environment_id
     ):
         raise InvalidInput(f"No environment '{environment_id}' in this organization", field="environmentId")
-    ciphertext = cipher.encrypt(value)
+    ciphertext = cipher.encrypt(request.value)
     existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
     if existing is None:
         created = SecretRow(org_id=org_id, environment_id=environment_id, name=name, ciphertext=ciphertext)

@@ -21,10 +21,12 @@ from api.registries import (
     Artifact,
     ArtifactVersion,
     ChatMessage,
+    CreateRegistry,
+    MoveLabel,
+    PublishArtifact,
     PublishedArtifact,
     Registry,
     RetrievedArtifact,
-    Visibility,
     canonical_content,
     content_type,
     template_variables,
@@ -64,10 +66,11 @@ class Retrieval:
 # -- registries ---------------------------------------------------------------------------
 
 
-def create_registry(
-    session: Session, *, org_id: str, name: str, visibility: Visibility, description: str
-) -> Registry:
-    row = RegistryRow(org_id=org_id, name=name, visibility=visibility, description=description)
+def create_registry(session: Session, *, org_id: str, request: CreateRegistry) -> Registry:
+    name = request.name
+    row = RegistryRow(
+        org_id=org_id, name=name, visibility=request.visibility, description=request.description
+    )
     if not insert_unless_taken(session, row):
         existing = session.scalar(
             select(RegistryRow).where(RegistryRow.org_id == org_id, RegistryRow.name == name)
@@ -132,24 +135,14 @@ def restore_registry(session: Session, *, org_id: str, ref: str) -> Registry:
 # -- publishing and labels ----------------------------------------------------------------
 
 
-def publish(
-    session: Session,
-    *,
-    org_id: str,
-    ref: str,
-    name: str,
-    content: str | list[ChatMessage],
-    version: str | None,
-    labels: list[str],
-    metadata: dict[str, Any],
-    commit_message: str,
-) -> PublishedArtifact:
+def publish(session: Session, *, org_id: str, request: PublishArtifact) -> PublishedArtifact:
     """Publish a version, or return the one that already has this content.
 
     With `version`: an existing version with the same content is returned unchanged; with other
     content it is refused. Without: content equal to the newest version's returns that version, any
     other content becomes the next number. `labels` are moved onto the version either way.
     """
+    ref, name, content, version = request.registry_ref, request.name, request.content, request.version
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
     artifact = session.scalar(
         select(RegistryArtifactRow).where(
@@ -179,11 +172,11 @@ def publish(
             content=content,
             serialized=serialized,
             content_hash=content_hash,
-            metadata=metadata,
-            commit_message=commit_message,
+            metadata=request.metadata,
+            commit_message=request.commit_message,
         )
     assert existing is not None
-    for label in labels:
+    for label in request.labels:
         _point_label(session, artifact.id, label, existing.id)
     session.flush()
     return PublishedArtifact(
@@ -242,14 +235,13 @@ def _add_version(
     return row
 
 
-def move_label(
-    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
-) -> ArtifactVersion:
-    """Point `label` at `version` of the artifact, taking it off any other version."""
+def move_label(session: Session, *, org_id: str, request: MoveLabel) -> ArtifactVersion:
+    """Point the label at the version of the artifact, taking it off any other version."""
+    ref, name = request.registry_ref, request.name
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
     artifact = find_artifact(session, registry, ref, name)
-    row = find_version(session, artifact, version)
-    _point_label(session, artifact.id, label, row.id)
+    row = find_version(session, artifact, request.version)
+    _point_label(session, artifact.id, request.label, row.id)
     session.flush()
     return ArtifactVersion(
         **version_fields(ref, name, row), labels=labels_of_versions(session, [row.id])[row.id]
