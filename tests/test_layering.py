@@ -1,5 +1,6 @@
 """The layers stay apart: api/ stands alone and has no import circle; service/ and the console never
-import each other (the console reaches the service only through the client)."""
+import each other (the console reaches the service only through the client); the service borrows
+nothing of the client but to seed demo data."""
 
 from __future__ import annotations
 
@@ -130,6 +131,31 @@ def test_service_never_imports_the_console() -> None:
 
 def test_pages_never_import_the_service() -> None:
     assert crossings("pages", ("service",)) == []
+
+
+def client_imports(path: Path) -> list[str]:
+    """Where a file takes the client itself (not a wire model or a constant) from api/."""
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [
+        f"{path.relative_to(ROOT)}:{node.lineno}"
+        for node in ast.walk(tree)
+        if isinstance(node, ast.ImportFrom)
+        and (
+            node.module == "api.client"
+            or (node.module == "api" and any(a.name == "OrgdeckClient" for a in node.names))
+        )
+    ]
+
+
+def test_the_service_uses_no_client_but_to_seed_demo_data() -> None:
+    # Demo seeding and the console's embedded mode drive the API as any client does; nothing that
+    # serves a request may borrow the client's code (its header rules are in api/headers.py).
+    allowed = {"demo.py", "embedded.py"}
+    found = [
+        hit for path in modules_of("service") if path.name not in allowed for hit in client_imports(path)
+    ]
+    assert found == []
+    assert client_imports(ROOT / "service" / "embedded.py")  # the check sees an import where there is one
 
 
 def test_api_has_no_import_cycle() -> None:
