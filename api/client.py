@@ -5,7 +5,6 @@ from __future__ import annotations
 import random
 import time
 import uuid
-from email.utils import parsedate_to_datetime
 from typing import Any
 
 import httpx
@@ -21,6 +20,7 @@ from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
 from api.fleets import FleetsResource
 from api.governance import PoliciesResource
+from api.headers import RETRY_AFTER_HEADER, retry_after_seconds
 from api.members import MembersResource
 from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
@@ -158,7 +158,7 @@ def _decode(response: httpx.Response) -> Any:
         status=response.status_code,
         code=body.get("code"),
         details=_details(body.get("details")),
-        retry_after=retry_after_seconds(response),
+        retry_after=_retry_after(response),
     )
 
 
@@ -185,14 +185,14 @@ def _retry_delay(response: httpx.Response, attempt: int, *, retry_safe: bool) ->
     """
     status = response.status_code
     if status == 429:
-        retry_after = retry_after_seconds(response)
+        retry_after = _retry_after(response)
         if retry_after is None:
             return _backoff(attempt)
         return retry_after if retry_after <= constants.MAX_RETRY_AFTER_SECONDS else None
     if not retry_safe:
         return None
     if status in constants.RETRYABLE_STATUSES and not _error_code(response).startswith("provider_"):
-        return retry_after_seconds(response) or _backoff(attempt)
+        return _retry_after(response) or _backoff(attempt)
     if status == 409 and _error_code(response) == "idempotency_key_in_use":
         return _backoff(attempt)
     return None
@@ -210,19 +210,8 @@ def _has_header(headers: dict[str, str], name: str) -> bool:
     return any(key.lower() == name.lower() for key in headers)
 
 
-def retry_after_seconds(response: httpx.Response) -> float | None:
-    """The wait an answer's `Retry-After` asks for (seconds or an HTTP date), or None without one."""
-    value = response.headers.get("Retry-After")
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        pass
-    try:
-        return max(0.0, parsedate_to_datetime(value).timestamp() - time.time())
-    except (TypeError, ValueError):
-        return None
+def _retry_after(response: httpx.Response) -> float | None:
+    return retry_after_seconds(response.headers.get(RETRY_AFTER_HEADER))
 
 
 def _backoff(attempt: int) -> float:
@@ -231,4 +220,4 @@ def _backoff(attempt: int) -> float:
     return random.uniform(ceiling / 2, ceiling)
 
 
-__all__ = ["ApiError", "OrgdeckClient", "retry_after_seconds"]
+__all__ = ["ApiError", "OrgdeckClient"]

@@ -190,11 +190,12 @@ class StatusMatrix(Record):
 
     stale_after_days: int
     environments: list[EnvironmentRef]
-    items: list[AgentStatus]
     counts: dict[str, int] = Field(description="Pairs per state, over the whole org.")
     limit: int
     offset: int
     total_agents: int
+    # Last: the service splices the cells, rendered by the database, in after the rest.
+    items: list[AgentStatus]
 
 
 StaleAfterDays = WholeNumber(1, 365)

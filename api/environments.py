@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import Annotated, Literal
 from urllib.parse import urlsplit
 
 from pydantic import AfterValidator, Field, StringConstraints, WithJsonSchema
@@ -21,9 +21,7 @@ from api.common import (
 )
 from api.deployments import JobStatus
 from api.resource import Resource, body
-
-if TYPE_CHECKING:
-    from api.client import OrgdeckClient
+from api.transport import Transport
 
 # Lowercase letters, digits and hyphens, starting with a letter or digit (e.g. `eu-production`).
 ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
@@ -178,7 +176,7 @@ class SecretsResource(Resource):
 
 
 class EnvironmentsResource(Resource):
-    def __init__(self, client: OrgdeckClient) -> None:
+    def __init__(self, client: Transport) -> None:
         super().__init__(client)
         self.secrets = SecretsResource(client)
 

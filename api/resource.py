@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from api.client import OrgdeckClient
+from api.transport import Transport
 
 
 class Resource:
     """A group of operations of one area, sharing the client's plumbing."""
 
-    def __init__(self, client: OrgdeckClient) -> None:
+    def __init__(self, client: Transport) -> None:
         self._client = client
 
     def _org(self, org_slug: str | None) -> str:

@@ -63,9 +63,14 @@ from bench.common import (
     times,
 )
 from bench.notifications import open_database, org_id_of
-from service.agents.models import Agent
+from service.agents.models import AgentRow
 from service.db import Database, utcnow
-from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentJobAgent, DeploymentState
+from service.deployments.models import (
+    AgentDeploymentRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentStateRow,
+)
 from service.deployments.rollups import rebuild_rollups
 from service.ids import new_id
 
@@ -123,7 +128,11 @@ def create_catalogue(base_url: str, org: OrgKey, db: Database) -> Catalogue:
             list(pool.map(agent, range(AGENTS)))
     org_id = org_id_of(db, org.slug)
     with db.session() as session:
-        query = select(Agent.id, Agent.stable_key).where(Agent.org_id == org_id).order_by(Agent.stable_key)
+        query = (
+            select(AgentRow.id, AgentRow.stable_key)
+            .where(AgentRow.org_id == org_id)
+            .order_by(AgentRow.stable_key)
+        )
         agents = [(agent_id, key) for agent_id, key in session.execute(query)]
     return Catalogue(org_id, environment_ids, agents)
 
@@ -237,10 +246,10 @@ def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
 
 ROLLUP_TABLES = ("deployment_month_rollups", "deployment_hourly_rollups")
 MODELS = {
-    "jobs": DeploymentJob,
-    "agents": DeploymentJobAgent,
-    "deployed": AgentDeployment,
-    "pairs": DeploymentState,
+    "jobs": DeploymentJobRow,
+    "agents": DeploymentJobAgentRow,
+    "deployed": AgentDeploymentRow,
+    "pairs": DeploymentStateRow,
 }
 
 

@@ -72,10 +72,10 @@ from bench.common import (
     times,
 )
 from service.db import Database, utcnow
-from service.events.models import Event
+from service.events.models import EventRow
 from service.ids import new_id
-from service.notifications.models import Delivery, DeliveryLog, DeliveryLogCount
-from service.orgs.models import Organization
+from service.notifications.models import DeliveryLogCountRow, DeliveryLogRow, DeliveryRow
+from service.orgs.models import OrganizationRow
 from service.settings import Settings
 
 LOG_ROWS = 2_000_000
@@ -117,7 +117,7 @@ def open_database(service: OrgdeckService) -> Database:
 
 def org_id_of(db: Database, slug: str) -> str:
     with db.session() as session:
-        found = session.scalar(select(Organization.id).where(Organization.slug == slug))
+        found = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == slug))
     if found is None:
         raise BenchError(f"organization {slug} not found in the service's database")
     return found
@@ -185,9 +185,9 @@ def seed_logs(db: Database, org_id: str, channel_ids: Sequence[str], now: dateti
         with db.session(write=True) as session:
             connection = session.connection()
             for batch in log_rows(org_id, channel_ids, now):
-                connection.execute(insert(DeliveryLog), batch)
+                connection.execute(insert(DeliveryLogRow), batch)
     else:
-        columns = [column.name for column in DeliveryLog.__table__.columns]
+        columns = [column.name for column in DeliveryLogRow.__table__.columns]
         raw = db.engine.raw_connection()
         try:
             with raw.cursor() as cursor:
@@ -202,7 +202,7 @@ def seed_logs(db: Database, org_id: str, channel_ids: Sequence[str], now: dateti
         # What autovacuum does to tables this size soon after: statistics and the visibility map
         # (without which PostgreSQL cannot read an index alone).
         with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            for table in (DeliveryLog, DeliveryLogCount):
+            for table in (DeliveryLogRow, DeliveryLogCountRow):
                 connection.exec_driver_sql(f"VACUUM ANALYZE {table.__tablename__}")
     elapsed = time.monotonic() - started
     print(f"Seeded {LOG_ROWS:,} log rows in {elapsed:.1f} s ({LOG_ROWS / elapsed:,.0f}/s)", file=sys.stderr)
@@ -389,8 +389,8 @@ def queue_deliveries(db: Database, org_id: str, channel_id: str, count: int) -> 
         for event in events
     ]
     with db.session(write=True) as session:
-        session.execute(insert(Event), events)
-        session.execute(insert(Delivery), deliveries)
+        session.execute(insert(EventRow), events)
+        session.execute(insert(DeliveryRow), deliveries)
 
 
 @dataclass(frozen=True)
@@ -461,8 +461,8 @@ def measure_delivery(
     org_id = org_id_of(db, org.slug)
     pending = (
         select(func.count())
-        .select_from(Delivery)
-        .where(Delivery.channel_id == channel_id, Delivery.status == "pending")
+        .select_from(DeliveryRow)
+        .where(DeliveryRow.channel_id == channel_id, DeliveryRow.status == "pending")
     )
     processes = run_workers(service, workers, log_dir)
     try:
@@ -485,9 +485,9 @@ def measure_delivery(
         stop_all(processes)
     with db.session() as session:
         sent, first, last = session.execute(
-            select(func.count(), func.min(DeliveryLog.created_at), func.max(DeliveryLog.created_at)).where(
-                DeliveryLog.channel_id == channel_id, DeliveryLog.status == "sent"
-            )
+            select(
+                func.count(), func.min(DeliveryLogRow.created_at), func.max(DeliveryLogRow.created_at)
+            ).where(DeliveryLogRow.channel_id == channel_id, DeliveryLogRow.status == "sent")
         ).one()
     if sent != count:
         raise BenchError(f"{sent:,} of {count:,} deliveries were sent at the first attempt")
@@ -547,7 +547,7 @@ def measure_isolation(
             with db.session(write=True) as session:
                 now = utcnow()
                 session.execute(
-                    insert(Event),
+                    insert(EventRow),
                     [{"id": new_id("evt"), "org_id": org_id, "type": "deployment.complete",
                       "payload": {"jobId": f"job_{events}"}, "occurred_at": now}],
                 )  # fmt: skip
@@ -565,7 +565,7 @@ def measure_isolation(
         stop_all([worker])
     with db.session() as session:
         stuck_attempts = session.scalar(
-            select(func.count()).select_from(DeliveryLog).where(DeliveryLog.channel_id.in_(stuck))
+            select(func.count()).select_from(DeliveryLogRow).where(DeliveryLogRow.channel_id.in_(stuck))
         )
     return IsolationRun(receiver.delays["/healthy"], events, stuck_attempts or 0, seconds)
 

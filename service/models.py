@@ -1,63 +1,63 @@
 """Every table of the service, imported in one place so that migrations and tests see them all."""
 
-from service.agents.models import Agent, AgentTag, AgentVersion
-from service.api_keys.models import ApiKey
+from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
+from service.api_keys.models import ApiKeyRow
 from service.audit.models import AuditEventRow
 from service.db import Base
 from service.deployments.models import (
-    AgentDeployment,
-    DeploymentJob,
-    DeploymentJobAgent,
-    DeploymentSigningKey,
+    AgentDeploymentRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentSigningKeyRow,
 )
-from service.environments.models import Environment, Secret
-from service.events.models import Event
-from service.fleets.models import Fleet, FleetEnvironment
-from service.governance.models import Policy, PolicyVersion
-from service.idempotency.models import IdempotencyKey
+from service.environments.models import EnvironmentRow, SecretRow
+from service.events.models import EventRow
+from service.fleets.models import FleetEnvironmentRow, FleetRow
+from service.governance.models import PolicyRow, PolicyVersionRow
+from service.idempotency.models import IdempotencyKeyRow
 from service.members.models import MemberRow
-from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
-from service.orgs.models import Organization
-from service.providers.models import ProviderConnection
+from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
+from service.orgs.models import OrganizationRow
+from service.providers.models import ProviderConnectionRow
 from service.registries.models import (
-    Registry,
-    RegistryArtifact,
-    RegistryArtifactLabel,
-    RegistryArtifactVersion,
+    RegistryArtifactLabelRow,
+    RegistryArtifactRow,
+    RegistryArtifactVersionRow,
+    RegistryRow,
 )
-from service.tools.models import Tool, ToolDeploymentHistory, ToolDeploymentRecord
+from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 __all__ = [
-    "Agent",
-    "AgentDeployment",
-    "AgentTag",
-    "AgentVersion",
-    "ApiKey",
+    "AgentDeploymentRow",
+    "AgentRow",
+    "AgentTagRow",
+    "AgentVersionRow",
+    "ApiKeyRow",
     "AuditEventRow",
     "Base",
-    "Channel",
-    "Delivery",
-    "DeliveryLog",
-    "DeploymentJob",
-    "DeploymentJobAgent",
-    "DeploymentSigningKey",
-    "Environment",
-    "Event",
-    "Fleet",
-    "FleetEnvironment",
-    "IdempotencyKey",
+    "ChannelRow",
+    "DeliveryLogRow",
+    "DeliveryRow",
+    "DeploymentJobAgentRow",
+    "DeploymentJobRow",
+    "DeploymentSigningKeyRow",
+    "EnvironmentRow",
+    "EventRow",
+    "FleetEnvironmentRow",
+    "FleetRow",
+    "IdempotencyKeyRow",
     "MemberRow",
-    "Organization",
-    "Policy",
-    "PolicyVersion",
-    "ProviderConnection",
-    "Registry",
-    "RegistryArtifact",
-    "RegistryArtifactLabel",
-    "RegistryArtifactVersion",
-    "Secret",
-    "Subscription",
-    "Tool",
-    "ToolDeploymentHistory",
-    "ToolDeploymentRecord",
+    "OrganizationRow",
+    "PolicyRow",
+    "PolicyVersionRow",
+    "ProviderConnectionRow",
+    "RegistryArtifactLabelRow",
+    "RegistryArtifactRow",
+    "RegistryArtifactVersionRow",
+    "RegistryRow",
+    "SecretRow",
+    "SubscriptionRow",
+    "ToolDeploymentHistoryRow",
+    "ToolDeploymentRow",
+    "ToolRow",
 ]

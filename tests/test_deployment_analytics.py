@@ -14,24 +14,24 @@ from sqlalchemy import MetaData, select
 
 from api import OrgdeckClient
 from api.deployments import MAX_ANALYTICS_DAYS, DeploymentRequest, Heatmap, MetricsFigures
-from service.agents.models import Agent
+from service.agents.models import AgentRow
 from service.db import Database, utcnow
 from service.deployments import service as deployments
 from service.deployments.histograms import BUCKET_RATIO
 from service.deployments.models import (
-    DeploymentAgentRollup,
-    DeploymentHourlyRollup,
-    DeploymentIncident,
-    DeploymentMetricRollup,
-    DeploymentMonthRollup,
+    DeploymentAgentRollupRow,
+    DeploymentHourlyRollupRow,
+    DeploymentIncidentRow,
+    DeploymentMetricRollupRow,
+    DeploymentMonthRollupRow,
 )
-from service.deployments.models import DeploymentJob as JobRow
-from service.deployments.models import DeploymentJobAgent as JobAgentRow
+from service.deployments.models import DeploymentJobAgentRow as JobAgentRow
+from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.rollups import rebuild_rollups
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
 from service.ids import new_id
 from service.migrate import alembic_config
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 from tests.conftest import Org, scratch_database
 from tests.test_deployments import versioned_agent, wait_for_end
 
@@ -73,7 +73,9 @@ class Fixture:
         versioned_agent(client, "beta")
         with db.session() as session:
             self.org_id = org_id_of(session, client.org_slug)
-            agents = session.execute(select(Agent.stable_key, Agent.id).where(Agent.org_id == self.org_id))
+            agents = session.execute(
+                select(AgentRow.stable_key, AgentRow.id).where(AgentRow.org_id == self.org_id)
+            )
             self.agent_ids = {key: id_ for key, id_ in agents}
 
     def add_jobs(self, jobs: list[tuple[str, datetime, int, str, dict[str, str]]]) -> None:
@@ -117,7 +119,7 @@ class Fixture:
 
 
 def org_id_of(session: Any, slug: str) -> str:
-    return session.scalar(select(Organization.id).where(Organization.slug == slug))
+    return session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == slug))
 
 
 @pytest.fixture
@@ -529,11 +531,11 @@ def org_id_of_slug(db: Database, slug: str) -> str:
 
 
 ROLLUPS = (
-    DeploymentHourlyRollup,
-    DeploymentMonthRollup,
-    DeploymentMetricRollup,
-    DeploymentIncident,
-    DeploymentAgentRollup,
+    DeploymentHourlyRollupRow,
+    DeploymentMonthRollupRow,
+    DeploymentMetricRollupRow,
+    DeploymentIncidentRow,
+    DeploymentAgentRollupRow,
 )
 
 

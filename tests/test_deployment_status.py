@@ -14,13 +14,13 @@ from api import OrgdeckClient
 from api.deployments import AgentStatus
 from api.deployments import DeploymentJob as DeploymentJobRecord
 from api.errors import BadRequest
-from service.agents.models import Agent, AgentVersion
+from service.agents.models import AgentRow, AgentVersionRow
 from service.db import Database
-from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentState
+from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentStateRow
 from service.deployments.states import check_due_states
-from service.events.models import Event
-from service.orgs.models import Organization
-from service.registries.models import Registry, RegistryArtifact, RegistryArtifactVersion
+from service.events.models import EventRow
+from service.orgs.models import OrganizationRow
+from service.registries.models import RegistryArtifactRow, RegistryArtifactVersionRow, RegistryRow
 from service.server import ServerThread
 from tests.conftest import Org, new_org, wait_for
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
@@ -41,16 +41,16 @@ def pair(client: OrgdeckClient, stable_key: str, environment_id: str) -> AgentSt
 
 def events(db: Database, org_slug: str, kind: str) -> list[dict[str, Any]]:
     with db.session() as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org_slug))
-        query = select(Event.payload).where(Event.org_id == org_id, Event.type == kind)
-        return list(session.scalars(query.order_by(Event.occurred_at, Event.id)))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org_slug))
+        query = select(EventRow.payload).where(EventRow.org_id == org_id, EventRow.type == kind)
+        return list(session.scalars(query.order_by(EventRow.occurred_at, EventRow.id)))
 
 
 def agent_id(session: Any, org_slug: str, stable_key: str) -> str:
     query = (
-        select(Agent.id)
-        .join(Organization, Organization.id == Agent.org_id)
-        .where(Organization.slug == org_slug, Agent.stable_key == stable_key)
+        select(AgentRow.id)
+        .join(OrganizationRow, OrganizationRow.id == AgentRow.org_id)
+        .where(OrganizationRow.slug == org_slug, AgentRow.stable_key == stable_key)
     )
     return session.scalar(query)
 
@@ -60,15 +60,15 @@ def let_time_pass(db: Database, org_slug: str, stable_key: str, environment_id: 
     earlier = timedelta(days=days)
     with db.session(write=True) as session:
         agent = agent_id(session, org_slug, stable_key)
-        for version in session.scalars(select(AgentVersion).where(AgentVersion.agent_id == agent)):
+        for version in session.scalars(select(AgentVersionRow).where(AgentVersionRow.agent_id == agent)):
             version.created_at -= earlier
         deployed = session.scalar(
-            select(AgentDeployment).where(
-                AgentDeployment.agent_id == agent, AgentDeployment.environment_id == environment_id
+            select(AgentDeploymentRow).where(
+                AgentDeploymentRow.agent_id == agent, AgentDeploymentRow.environment_id == environment_id
             )
         )
         deployed.deployed_at -= earlier
-        state = session.get(DeploymentState, (agent, environment_id))
+        state = session.get(DeploymentStateRow, (agent, environment_id))
         if state.check_at is not None:
             state.check_at -= earlier
 
@@ -107,9 +107,9 @@ def history(server: ServerThread, db: Database) -> Iterator[History]:
             "third": wait_for_end(client, client.deployments.deploy(staging, ["alpha"], model="gpt-4.1").id),
         }
         with db.session(write=True) as session:
-            session.get(DeploymentJob, jobs["first"].id).created_at = datetime(2025, 3, 1, tzinfo=UTC)
+            session.get(DeploymentJobRow, jobs["first"].id).created_at = datetime(2025, 3, 1, tzinfo=UTC)
             late = datetime(2025, 3, 2, 23, 59, 59, 999000, tzinfo=UTC)
-            session.get(DeploymentJob, jobs["second"].id).created_at = late
+            session.get(DeploymentJobRow, jobs["second"].id).created_at = late
         yield History(org, client, {"staging": staging, "hook": hook}, jobs)
     receiver.close()
 
@@ -382,7 +382,7 @@ def test_the_worker_makes_a_pair_stale_when_its_deadline_passes(client, db):
     wait_for(lambda: pair(client, "alpha", staging).state == "stale", what="the periodic check")
     assert len(events(db, client.org_slug, "agent.stale")) == 1
     with db.session() as session:
-        state = session.get(DeploymentState, (agent_id(session, client.org_slug, "alpha"), staging))
+        state = session.get(DeploymentStateRow, (agent_id(session, client.org_slug, "alpha"), staging))
         assert state.check_at is None  # nothing left to wait for
 
 
@@ -397,11 +397,11 @@ def test_a_newer_version_of_a_pinned_prompt_makes_the_pair_stale(client, db, set
 
     with db.session(write=True) as session:
         newest = session.scalar(
-            select(RegistryArtifactVersion)
-            .join(RegistryArtifact, RegistryArtifact.id == RegistryArtifactVersion.artifact_id)
-            .join(Registry, Registry.id == RegistryArtifact.registry_id)
-            .join(Organization, Organization.id == Registry.org_id)
-            .where(Organization.slug == client.org_slug, RegistryArtifactVersion.version == "2")
+            select(RegistryArtifactVersionRow)
+            .join(RegistryArtifactRow, RegistryArtifactRow.id == RegistryArtifactVersionRow.artifact_id)
+            .join(RegistryRow, RegistryRow.id == RegistryArtifactRow.registry_id)
+            .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
+            .where(OrganizationRow.slug == client.org_slug, RegistryArtifactVersionRow.version == "2")
         )
         newest.created_at -= timedelta(days=8)
     # Last, since it makes the pair due: the worker may evaluate it from then on.

@@ -22,10 +22,10 @@ from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob, DeploymentRequ
 from api.errors import BadRequest, NotFound
 from service.db import Database, utcnow
 from service.deployments import service as deployments
-from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
-from service.events.models import Event
-from service.orgs.models import Organization
+from service.events.models import EventRow
+from service.orgs.models import OrganizationRow
 from service.settings import Settings
 from service.worker import Worker
 from tests.conftest import count_rows, raw_database_contains
@@ -123,7 +123,7 @@ def webhook_environment(client: OrgdeckClient, target: WebhookTarget) -> str:
 
 def events_of(db: Database, org_slug: str, job_id: str) -> list[tuple[str, dict[str, Any]]]:
     with db.session() as session:
-        rows = session.scalars(select(Event).order_by(Event.occurred_at, Event.id))
+        rows = session.scalars(select(EventRow).order_by(EventRow.occurred_at, EventRow.id))
         return [(row.type, row.payload) for row in rows if row.payload.get("jobId") == job_id]
 
 
@@ -390,7 +390,7 @@ def test_fleet_deploy_makes_one_job_for_every_agent_of_the_fleet(client, http, o
 def _job_left_running(db: Database, org_slug: str, environment: str, *, attempts: int) -> str:
     """A job as a worker that died mid-run leaves it: running, its lease expired."""
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org_slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org_slug))
         request = DeploymentRequest(
             org_slug=org_slug, environment_id=environment, agent_stable_keys=["alpha"]
         )

@@ -19,7 +19,7 @@ from sqlalchemy import select, update
 from api import OrgdeckClient
 from service.crypto import Cipher, DecryptionFailed
 from service.db import Database, utcnow
-from service.idempotency.models import IdempotencyKey
+from service.idempotency.models import IdempotencyKeyRow
 from service.idempotency.service import (
     Claim,
     IdempotencyKeyInUse,
@@ -272,12 +272,12 @@ def test_a_client_timing_out_on_a_slow_request_retries_until_it_gets_the_one_ans
     assert len(fake_llm.requests) == 1
 
 
-def stored_key(db: Database, org_slug: str, key: str) -> IdempotencyKey | None:
-    from service.orgs.models import Organization
+def stored_key(db: Database, org_slug: str, key: str) -> IdempotencyKeyRow | None:
+    from service.orgs.models import OrganizationRow
 
     with db.session() as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org_slug))
-        return session.get(IdempotencyKey, (org_id, key))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org_slug))
+        return session.get(IdempotencyKeyRow, (org_id, key))
 
 
 def set_key(db: Database, org_slug: str, key: str, **values: object) -> None:
@@ -285,8 +285,8 @@ def set_key(db: Database, org_slug: str, key: str, **values: object) -> None:
     assert row is not None
     with db.session(write=True) as session:
         session.execute(
-            update(IdempotencyKey)
-            .where(IdempotencyKey.org_id == row.org_id, IdempotencyKey.key == key)
+            update(IdempotencyKeyRow)
+            .where(IdempotencyKeyRow.org_id == row.org_id, IdempotencyKeyRow.key == key)
             .values(**values)
         )
 
@@ -297,7 +297,7 @@ def test_a_key_whose_request_died_is_taken_over_once_its_lease_ends(http, org, d
     # As if the process had died while running the request: its work never committed.
     with db.session(write=True) as session:
         session.execute(
-            update(IdempotencyKey).values(state="running", locked_until=utcnow() + timedelta(minutes=1))
+            update(IdempotencyKeyRow).values(state="running", locked_until=utcnow() + timedelta(minutes=1))
         )
     http.delete(
         f"environments/{environment_id(http, org, 'resumed')}",

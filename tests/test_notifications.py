@@ -17,7 +17,7 @@ from api.events import EVENT_TYPES
 from api.notifications import LogEntry
 from service.crypto import Cipher, cipher_for
 from service.db import Database
-from service.events.models import Event
+from service.events.models import EventRow
 from service.notifications.demo import (
     DEMO_CHANNELS,
     DEMO_NOTE,
@@ -25,9 +25,9 @@ from service.notifications.demo import (
     seed_delivery_history,
     seed_notifications,
 )
-from service.notifications.models import Channel, Delivery, DeliveryLog
+from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow
 from service.notifications.service import rotate_channel_secrets
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 from tests.conftest import Org, raw_database_contains, wait_for
 
 WEBHOOK_URL = "https://hooks.example.com/orgdeck"
@@ -162,14 +162,14 @@ def test_deleting_a_channel_deletes_its_subscriptions(client):
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
 
 
-def seed_logs(db: Database, org: Org, count: int) -> list[DeliveryLog]:
+def seed_logs(db: Database, org: Org, count: int) -> list[DeliveryLogRow]:
     """`count` attempts one hour apart from BASE, cycling statuses, event types and two channels."""
     statuses = ("sent", "failed", "dead")
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         assert org_id is not None
         rows = [
-            DeliveryLog(
+            DeliveryLogRow(
                 org_id=org_id,
                 delivery_id=f"msg_{index}",
                 event_id=f"evt_{index}",
@@ -208,10 +208,10 @@ def test_an_entry_on_the_wire_is_what_its_model_writes(http, org, db):
     """The database writes each entry's JSON: field for field and in order it must be LogEntry's,
     timestamps cut (not rounded) to the millisecond, nulls and awkward text included."""
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         common = {"org_id": org_id, "delivery_id": "msg_1", "event_id": "evt_1", "channel_id": "ch_1"}
         rows = [
-            DeliveryLog(
+            DeliveryLogRow(
                 **common,
                 event_type="agent.error",
                 channel_name='Ops "hook" \\ — 🚨',
@@ -224,7 +224,7 @@ def test_an_entry_on_the_wire_is_what_its_model_writes(http, org, db):
                 next_attempt_at=BASE + timedelta(minutes=5, microseconds=999_999),
                 created_at=BASE + timedelta(seconds=59, microseconds=999_999),
             ),
-            DeliveryLog(
+            DeliveryLogRow(
                 **common,
                 event_type="deployment.complete",
                 channel_name="Mail",
@@ -233,7 +233,7 @@ def test_an_entry_on_the_wire_is_what_its_model_writes(http, org, db):
                 status="sent",
                 created_at=BASE + timedelta(microseconds=1_000),
             ),
-            DeliveryLog(
+            DeliveryLogRow(
                 **common,
                 event_type="agent.stale",
                 channel_name="Hook",
@@ -383,10 +383,10 @@ def add_logs(
     """Attempts (time, channel id, status[, event type]) of the org, to webhook channels named by
     `names` or after their ids."""
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         assert org_id is not None
         session.add_all(
-            DeliveryLog(
+            DeliveryLogRow(
                 org_id=org_id,
                 delivery_id=f"msg_{index}",
                 event_id=f"evt_{index}",
@@ -517,12 +517,12 @@ def test_demo_channels_and_history_are_realistic_and_written_once(client, db, or
 
     # Finished deliveries and fanned-out events: nothing for a worker to pick up and send.
     with db.session() as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         waiting = select(func.count()).where(
-            Delivery.org_id == org_id, Delivery.status.in_(["pending", "failed"])
+            DeliveryRow.org_id == org_id, DeliveryRow.status.in_(["pending", "failed"])
         )
         assert session.scalar(waiting) == 0
-        waiting = select(func.count()).where(Event.org_id == org_id, Event.fanned_out_at.is_(None))
+        waiting = select(func.count()).where(EventRow.org_id == org_id, EventRow.fanned_out_at.is_(None))
         assert session.scalar(waiting) == 0
 
 
@@ -555,7 +555,7 @@ def test_channel_secrets_rotate_to_a_new_key(client, db, settings):
     with db.session(write=True) as session:
         assert rotate_channel_secrets(session, cipher=Cipher([new_key, *service_keys])) >= 2
     with db.session(write=True) as session:
-        channel = session.get_one(Channel, created.id)
+        channel = session.get_one(ChannelRow, created.id)
         assert Cipher([new_key]).decrypt(channel.secret_encrypted or "") == rotated.signing_secret
         assert Cipher([new_key]).decrypt(channel.previous_secret_encrypted or "") == created.signing_secret
         # Back under the service's key, so that later tests on this database can still decrypt.

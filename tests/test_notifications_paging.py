@@ -14,8 +14,8 @@ from sqlalchemy import delete, func, insert, select
 from api.events import EVENT_TYPES
 from service.db import Database
 from service.ids import new_id
-from service.notifications.models import DeliveryLog, DeliveryLogCount
-from service.orgs.models import Organization
+from service.notifications.models import DeliveryLogCountRow, DeliveryLogRow
+from service.orgs.models import OrganizationRow
 from tests.conftest import Org
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
@@ -44,7 +44,7 @@ def seed(db: Database, org: Org, rng: random.Random) -> list[Row]:
         for moment in moments
     ]
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         values = [
             {
                 "id": row.id,
@@ -61,9 +61,9 @@ def seed(db: Database, org: Org, rng: random.Random) -> list[Row]:
             }
             for row in rows
         ]
-        session.add_all(DeliveryLog(**value) for value in values[::2])
+        session.add_all(DeliveryLogRow(**value) for value in values[::2])
         session.flush()
-        session.execute(insert(DeliveryLog), values[1::2])
+        session.execute(insert(DeliveryLogRow), values[1::2])
     return rows
 
 
@@ -164,12 +164,12 @@ def test_deleted_attempts_leave_the_counts(http, org, db):
     rows = seed(db, org, rng)
     doomed = {row.id for row in rng.sample(rows, 60)}
     with db.session(write=True) as session:
-        session.execute(delete(DeliveryLog).where(DeliveryLog.id.in_(doomed)))
+        session.execute(delete(DeliveryLogRow).where(DeliveryLogRow.id.in_(doomed)))
     kept = [row for row in rows if row.id not in doomed]
     with db.session() as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         counted = session.scalar(
-            select(func.sum(DeliveryLogCount.attempts)).where(DeliveryLogCount.org_id == org_id)
+            select(func.sum(DeliveryLogCountRow.attempts)).where(DeliveryLogCountRow.org_id == org_id)
         )
     assert counted == len(kept)
     check_offsets(http, org, kept, rng, queries=10)

@@ -15,7 +15,7 @@ from api import OrgdeckClient
 from api.errors import BadRequest, NotFound, ServerError
 from service.crypto import Cipher
 from service.outbound import OutboundRefused, check_outbound_url
-from service.providers.models import ProviderConnection
+from service.providers.models import ProviderConnectionRow
 from service.providers.service import rotate_provider_keys
 from service.server import ServerThread
 from tests.conftest import raw_database_contains
@@ -409,7 +409,7 @@ def test_rotation_re_encrypts_every_key_under_the_first(client, db, settings, fa
     assert rotated >= 1
     with db.session() as session:
         token = session.scalar(
-            select(ProviderConnection.api_key_encrypted).where(ProviderConnection.id == provider_id)
+            select(ProviderConnectionRow.api_key_encrypted).where(ProviderConnectionRow.id == provider_id)
         )
     assert Cipher([new_key]).decrypt(token) == API_KEY
     with db.session(write=True) as session:  # back to the running service's key, for the tests after this

@@ -18,11 +18,11 @@ from api.environments import SECRET_VALUE_MAX_BYTES
 from api.errors import BadRequest, NotFound
 from service.crypto import Cipher, DecryptionFailed, cipher_for
 from service.db import Database
-from service.deployments.models import DeploymentSigningKey
-from service.environments.models import Secret
+from service.deployments.models import DeploymentSigningKeyRow
+from service.environments.models import SecretRow
 from service.environments.service import decrypt_secret_values, rotate_secrets
 from service.migrate import upgrade
-from service.notifications.models import Channel
+from service.notifications.models import ChannelRow
 from service.orgs.service import get_org
 from service.server import ServerThread
 from tests.conftest import count_rows, make_settings, new_org, raw_database_contains, scratch_database
@@ -191,9 +191,9 @@ def test_key_rotation_keeps_every_secret_readable(isolated):
 def stored_tokens(db: Database) -> dict[str, str]:
     """The ciphertext of every encrypted value in the database, by table and row."""
     columns = {
-        "secret": Secret.ciphertext,
-        "channel": Channel.secret_encrypted,
-        "signing key": DeploymentSigningKey.ciphertext,
+        "secret": SecretRow.ciphertext,
+        "channel": ChannelRow.secret_encrypted,
+        "signing key": DeploymentSigningKeyRow.ciphertext,
     }
     with db.session() as session:
         return {

@@ -11,7 +11,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Agent(Base):
+class AgentRow(Base):
     """An agent's draft configuration and catalogue data. Archived agents keep their row and key."""
 
     __tablename__ = "agents"
@@ -34,12 +34,13 @@ class Agent(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     archived_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    tag_rows: Mapped[list[AgentTag]] = relationship(
-        cascade="all, delete-orphan", lazy="selectin", order_by="AgentTag.tag"
+    tag_rows: Mapped[list[AgentTagRow]] = relationship(
+        cascade="all, delete-orphan", lazy="selectin", order_by="AgentTagRow.tag"
     )
-    newest: Mapped[AgentVersion | None] = relationship(
+    newest: Mapped[AgentVersionRow | None] = relationship(
         primaryjoin=lambda: and_(
-            foreign(AgentVersion.agent_id) == Agent.id, AgentVersion.number == Agent.latest_version
+            foreign(AgentVersionRow.agent_id) == AgentRow.id,
+            AgentVersionRow.number == AgentRow.latest_version,
         ),
         viewonly=True,
         lazy="selectin",
@@ -68,7 +69,7 @@ class Agent(Base):
         return self.newest is None or self.newest.content_hash != self.draft_hash
 
 
-class AgentTag(Base):
+class AgentTagRow(Base):
     """One tag of an agent: a row each, so that "has every one of these tags" is an indexed query."""
 
     __tablename__ = "agent_tags"
@@ -78,7 +79,7 @@ class AgentTag(Base):
     tag: Mapped[str] = mapped_column(String(64), primary_key=True)
 
 
-class AgentVersion(Base):
+class AgentVersionRow(Base):
     """An immutable snapshot of an agent's draft, numbered 1, 2, 3… per agent. Never updated."""
 
     __tablename__ = "agent_versions"
@@ -91,7 +92,7 @@ class AgentVersion(Base):
     snapshot: Mapped[dict[str, Any]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
-    agent: Mapped[Agent] = relationship(lazy="joined", viewonly=True)
+    agent: Mapped[AgentRow] = relationship(lazy="joined", viewonly=True)
 
     @property
     def stable_key(self) -> str:

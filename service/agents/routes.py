@@ -35,17 +35,7 @@ StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's 
 @router.post("", response_model=Agent)
 def create_agent(body: CreateAgent, caller: Author, session: DbSession) -> Agent:
     """Create an agent with a draft and no versions. The stableKey is the agent's id for good."""
-    agent = service.create_agent(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        stable_key=body.stable_key,
-        provider=body.provider,
-        name=body.name,
-        tags=body.tags,
-        provider_config=body.provider_config,
-        prompt_references=body.prompt_references,
-        fleet_id=body.fleet_id,
-    )
+    agent = service.create_agent(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Agent.model_validate(agent)
 
 
@@ -76,10 +66,7 @@ def get_agent(stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Viewer,
 def update_agent(stable_key: StableKeyPath, body: UpdateAgent, caller: Author, session: DbSession) -> Agent:
     """Configure the draft: only the fields sent change; `fleetId: null` takes the agent out of its fleet."""
     agent = service.update_agent(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        stable_key=stable_key,
-        changes=body.model_dump(exclude_unset=True, exclude={"org_slug"}, by_alias=False),
+        session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key, request=body
     )
     return Agent.model_validate(agent)
 

@@ -3,49 +3,41 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.agents import content_hash
-from service.agents.models import Agent, AgentTag, AgentVersion
+from api.agents import CreateAgent, UpdateAgent, content_hash
+from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
 from service.db import insert_unless_taken, utcnow
 from service.deployments.states import forget_agent, refresh_agent
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.fleets.models import Fleet
+from service.fleets.models import FleetRow
+from service.patches import patched_fields
 
 # The draft fields a PATCH may change, by attribute name; fleet and tags are handled apart.
 DRAFT_FIELDS = ("name", "provider", "provider_config", "prompt_references")
 
 
-def create_agent(
-    session: Session,
-    *,
-    org_id: str,
-    stable_key: str,
-    provider: str,
-    name: str | None,
-    tags: Sequence[str],
-    provider_config: dict[str, Any],
-    prompt_references: dict[str, str],
-    fleet_id: str | None,
-) -> Agent:
+def create_agent(session: Session, *, org_id: str, request: CreateAgent) -> AgentRow:
     """A new agent with the given draft and no versions. Its stableKey must be new to the org, ever."""
-    if fleet_id is not None:
-        _check_fleet(session, org_id=org_id, fleet_id=fleet_id)
-    existing = session.scalar(select(Agent).where(Agent.org_id == org_id, Agent.stable_key == stable_key))
+    stable_key = request.stable_key
+    if request.fleet_id is not None:
+        _check_fleet(session, org_id=org_id, fleet_id=request.fleet_id)
+    existing = session.scalar(
+        select(AgentRow).where(AgentRow.org_id == org_id, AgentRow.stable_key == stable_key)
+    )
     if existing is not None:
         raise _duplicate(existing)
-    agent = Agent(
+    agent = AgentRow(
         org_id=org_id,
         stable_key=stable_key,
-        name=name or stable_key,
-        provider=provider,
-        provider_config=provider_config,
-        prompt_references=prompt_references,
-        fleet_id=fleet_id,
-        tag_rows=[AgentTag(tag=tag) for tag in tags],
+        name=request.name or stable_key,
+        provider=request.provider,
+        provider_config=request.provider_config,
+        prompt_references=request.prompt_references,
+        fleet_id=request.fleet_id,
+        tag_rows=[AgentTagRow(tag=tag) for tag in request.tags],
     )
     if not insert_unless_taken(session, agent):
         raise AlreadyExists(f"An agent with stableKey '{stable_key}' already exists", field="stableKey")
@@ -62,30 +54,30 @@ def list_agents(
     search: str | None,
     limit: int,
     offset: int,
-) -> tuple[list[Agent], int]:
+) -> tuple[list[AgentRow], int]:
     """Active agents matching every filter, by stableKey, and how many match in all."""
-    conditions = [Agent.org_id == org_id, Agent.archived_at.is_(None)]
+    conditions = [AgentRow.org_id == org_id, AgentRow.archived_at.is_(None)]
     if fleet_id is not None:
-        conditions.append(Agent.fleet_id == fleet_id)
+        conditions.append(AgentRow.fleet_id == fleet_id)
     if provider is not None:
-        conditions.append(Agent.provider == provider)
+        conditions.append(AgentRow.provider == provider)
     if search:
         term = search.lower()
         conditions.append(
-            func.lower(Agent.stable_key).contains(term, autoescape=True)
-            | func.lower(Agent.name).contains(term, autoescape=True)
+            func.lower(AgentRow.stable_key).contains(term, autoescape=True)
+            | func.lower(AgentRow.name).contains(term, autoescape=True)
         )
     for tag in tags:
-        conditions.append(Agent.tag_rows.any(AgentTag.tag == tag))
-    total = session.scalar(select(func.count(Agent.id)).where(*conditions)) or 0
-    page = select(Agent).where(*conditions).order_by(Agent.stable_key).limit(limit).offset(offset)
+        conditions.append(AgentRow.tag_rows.any(AgentTagRow.tag == tag))
+    total = session.scalar(select(func.count(AgentRow.id)).where(*conditions)) or 0
+    page = select(AgentRow).where(*conditions).order_by(AgentRow.stable_key).limit(limit).offset(offset)
     return list(session.scalars(page)), total
 
 
-def get_agent(session: Session, *, org_id: str, stable_key: str, for_update: bool = False) -> Agent:
+def get_agent(session: Session, *, org_id: str, stable_key: str, for_update: bool = False) -> AgentRow:
     """An active agent of the org; archived and unknown keys are both 404."""
-    query = select(Agent).where(
-        Agent.org_id == org_id, Agent.stable_key == stable_key, Agent.archived_at.is_(None)
+    query = select(AgentRow).where(
+        AgentRow.org_id == org_id, AgentRow.stable_key == stable_key, AgentRow.archived_at.is_(None)
     )
     agent = session.scalar(query.with_for_update() if for_update else query)
     if agent is None:
@@ -93,9 +85,10 @@ def get_agent(session: Session, *, org_id: str, stable_key: str, for_update: boo
     return agent
 
 
-def update_agent(session: Session, *, org_id: str, stable_key: str, changes: dict[str, Any]) -> Agent:
-    """Apply the changes given (attribute name → value) to the draft; `fleet_id: None` leaves the fleet."""
+def update_agent(session: Session, *, org_id: str, stable_key: str, request: UpdateAgent) -> AgentRow:
+    """Apply the fields the request sets to the draft; `fleetId: null` leaves the fleet."""
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
+    changes = patched_fields(request)
     if changes.get("fleet_id") is not None:
         _check_fleet(session, org_id=org_id, fleet_id=changes["fleet_id"])
     if "fleet_id" in changes:
@@ -112,7 +105,7 @@ def update_agent(session: Session, *, org_id: str, stable_key: str, changes: dic
     return agent
 
 
-def archive_agent(session: Session, *, org_id: str, stable_key: str) -> Agent:
+def archive_agent(session: Session, *, org_id: str, stable_key: str) -> AgentRow:
     """Hide the agent and its versions from every read; the rows and the stableKey stay."""
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
     agent.archived_at = utcnow()
@@ -121,7 +114,7 @@ def archive_agent(session: Session, *, org_id: str, stable_key: str) -> Agent:
     return agent
 
 
-def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVersion:
+def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVersionRow:
     """Freeze the draft as the next version, or return the newest version when the draft equals it.
 
     The agent's row is locked (SELECT … FOR UPDATE on PostgreSQL; SQLite write transactions hold
@@ -133,7 +126,7 @@ def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVe
     digest = content_hash(draft)
     if agent.newest is not None and agent.newest.content_hash == digest:
         return agent.newest
-    version = AgentVersion(
+    version = AgentVersionRow(
         agent_id=agent.id,
         number=(agent.latest_version or 0) + 1,
         content_hash=digest,
@@ -148,43 +141,43 @@ def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVe
 
 def list_versions(
     session: Session, *, org_id: str, stable_key: str, limit: int, offset: int
-) -> tuple[list[AgentVersion], int]:
+) -> tuple[list[AgentVersionRow], int]:
     """The agent's versions, newest first, and how many it has."""
     agent = get_agent(session, org_id=org_id, stable_key=stable_key)
     query = (
-        select(AgentVersion)
-        .where(AgentVersion.agent_id == agent.id)
-        .order_by(AgentVersion.number.desc())
+        select(AgentVersionRow)
+        .where(AgentVersionRow.agent_id == agent.id)
+        .order_by(AgentVersionRow.number.desc())
         .limit(limit)
         .offset(offset)
     )
     return list(session.scalars(query)), agent.latest_version or 0
 
 
-def get_version(session: Session, *, org_id: str, stable_key: str, number: int) -> AgentVersion:
+def get_version(session: Session, *, org_id: str, stable_key: str, number: int) -> AgentVersionRow:
     agent = get_agent(session, org_id=org_id, stable_key=stable_key)
     version = session.scalar(
-        select(AgentVersion).where(AgentVersion.agent_id == agent.id, AgentVersion.number == number)
+        select(AgentVersionRow).where(AgentVersionRow.agent_id == agent.id, AgentVersionRow.number == number)
     )
     if version is None:
         raise NotFound(f"Agent '{stable_key}' has no version {number}", field="version")
     return version
 
 
-def _set_tags(agent: Agent, tags: Sequence[str]) -> None:
+def _set_tags(agent: AgentRow, tags: Sequence[str]) -> None:
     """Replace the tags, keeping the rows of tags that stay (a row's key is agent + tag)."""
     wanted = set(tags)
     agent.tag_rows = [row for row in agent.tag_rows if row.tag in wanted] + [
-        AgentTag(tag=tag) for tag in sorted(wanted - set(agent.tags))
+        AgentTagRow(tag=tag) for tag in sorted(wanted - set(agent.tags))
     ]
 
 
 def _check_fleet(session: Session, *, org_id: str, fleet_id: str) -> None:
-    if session.scalar(select(Fleet.id).where(Fleet.id == fleet_id, Fleet.org_id == org_id)) is None:
+    if session.scalar(select(FleetRow.id).where(FleetRow.id == fleet_id, FleetRow.org_id == org_id)) is None:
         raise InvalidInput(f"fleetId '{fleet_id}' names no fleet of this organization", field="fleetId")
 
 
-def _duplicate(existing: Agent) -> AlreadyExists:
+def _duplicate(existing: AgentRow) -> AlreadyExists:
     archived = " (archived; archived keys stay taken)" if existing.archived_at is not None else ""
     return AlreadyExists(
         f"An agent with stableKey '{existing.stable_key}' already exists{archived}", field="stableKey"

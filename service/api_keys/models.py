@@ -8,10 +8,10 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 from service.members.models import MemberRow
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 
 
-class ApiKey(Base):
+class ApiKeyRow(Base):
     __tablename__ = "api_keys"
     __table_args__ = (Index("ix_api_keys_org_id_revoked_at", "org_id", "revoked_at"),)
 
@@ -29,5 +29,5 @@ class ApiKey(Base):
     # The member it belongs to (a personal key), or none (a service key).
     member_id: Mapped[str | None] = mapped_column(ForeignKey("members.id"), index=True)
 
-    org: Mapped[Organization] = relationship(lazy="joined")
+    org: Mapped[OrganizationRow] = relationship(lazy="joined")
     member: Mapped[MemberRow | None] = relationship(lazy="joined")

@@ -12,13 +12,13 @@ from api.api_keys import ApiKey as ApiKeyRecord
 from api.api_keys import CreateApiKey, KeyOwner
 from api.members import lower_role, role_at_least
 from service.api_keys.keys import display_prefix, generate_key, hash_key, is_well_formed
-from service.api_keys.models import ApiKey
+from service.api_keys.models import ApiKeyRow
 from service.auth import Caller
 from service.db import utcnow
 from service.errors import InsufficientRole, InvalidInput, NotFound, Unauthorized
 from service.members.models import MemberRow
 from service.members.service import get_active_member
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 
 # lastUsedAt is written at most this often per key: a write per request would serialise reads.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -26,7 +26,7 @@ LAST_USED_RESOLUTION = timedelta(minutes=1)
 
 @dataclass(frozen=True)
 class IssuedKey:
-    record: ApiKey
+    record: ApiKeyRow
     value: str
 
 
@@ -34,7 +34,7 @@ def create_key(
     session: Session, *, org_id: str, name: str, role: str, member: MemberRow | None = None
 ) -> IssuedKey:
     value = generate_key()
-    record = ApiKey(
+    record = ApiKeyRow(
         org_id=org_id,
         name=name,
         prefix=display_prefix(value),
@@ -80,19 +80,19 @@ def _owner(session: Session, *, caller: Caller, org_id: str, request: CreateApiK
 # Plain columns in one statement, built once: listing keys is the read every client starts with.
 _ACTIVE_KEYS = (
     select(
-        ApiKey.id,
-        ApiKey.name,
-        ApiKey.prefix,
-        ApiKey.role,
-        ApiKey.created_at,
-        ApiKey.last_used_at,
+        ApiKeyRow.id,
+        ApiKeyRow.name,
+        ApiKeyRow.prefix,
+        ApiKeyRow.role,
+        ApiKeyRow.created_at,
+        ApiKeyRow.last_used_at,
         MemberRow.id.label("member_id"),
         MemberRow.email.label("member_email"),
         MemberRow.name.label("member_name"),
     )
-    .outerjoin(MemberRow, MemberRow.id == ApiKey.member_id)
-    .where(ApiKey.org_id == bindparam("org_id"), ApiKey.revoked_at.is_(None))
-    .order_by(ApiKey.created_at.desc(), ApiKey.id.desc())
+    .outerjoin(MemberRow, MemberRow.id == ApiKeyRow.member_id)
+    .where(ApiKeyRow.org_id == bindparam("org_id"), ApiKeyRow.revoked_at.is_(None))
+    .order_by(ApiKeyRow.created_at.desc(), ApiKeyRow.id.desc())
 )
 
 
@@ -114,11 +114,11 @@ def list_keys(session: Session, *, org_id: str) -> list[ApiKeyRecord]:
     ]
 
 
-def revoke_key(session: Session, *, caller: Caller, org_slug: str, key_id: str) -> ApiKey:
+def revoke_key(session: Session, *, caller: Caller, org_slug: str, key_id: str) -> ApiKeyRow:
     """Revoke a key for good: a key of one's own member, or as an admin any key. A caller cannot
     revoke the key it is using (it would lock itself out)."""
     org_id = caller.org_id_for(org_slug)
-    record = session.scalar(select(ApiKey).where(ApiKey.id == key_id, ApiKey.org_id == org_id))
+    record = session.scalar(select(ApiKeyRow).where(ApiKeyRow.id == key_id, ApiKeyRow.org_id == org_id))
     if record is None or record.revoked_at is not None:
         raise NotFound(f"No active API key '{key_id}' in this organization", field="keyId")
     own = caller.member_id is not None and record.member_id == caller.member_id
@@ -160,23 +160,23 @@ class ResolvedKey:
 # Every request looks its key up: plain columns in one statement, built once.
 _KEY_LOOKUP = (
     select(
-        ApiKey.id,
-        ApiKey.name,
-        ApiKey.role,
-        ApiKey.last_used_at,
-        ApiKey.revoked_at,
-        Organization.id.label("org_id"),
-        Organization.slug.label("org_slug"),
-        Organization.name.label("org_name"),
+        ApiKeyRow.id,
+        ApiKeyRow.name,
+        ApiKeyRow.role,
+        ApiKeyRow.last_used_at,
+        ApiKeyRow.revoked_at,
+        OrganizationRow.id.label("org_id"),
+        OrganizationRow.slug.label("org_slug"),
+        OrganizationRow.name.label("org_name"),
         MemberRow.id.label("member_id"),
         MemberRow.email.label("member_email"),
         MemberRow.name.label("member_name"),
         MemberRow.role.label("member_role"),
         MemberRow.deactivated_at.label("member_deactivated_at"),
     )
-    .join(Organization, Organization.id == ApiKey.org_id)
-    .outerjoin(MemberRow, MemberRow.id == ApiKey.member_id)
-    .where(ApiKey.key_hash == bindparam("key_hash"))
+    .join(OrganizationRow, OrganizationRow.id == ApiKeyRow.org_id)
+    .outerjoin(MemberRow, MemberRow.id == ApiKeyRow.member_id)
+    .where(ApiKeyRow.key_hash == bindparam("key_hash"))
 )
 
 
@@ -199,9 +199,9 @@ def needs_last_used_update(record: ResolvedKey) -> bool:
     return record.last_used_at is None or utcnow() - record.last_used_at >= LAST_USED_RESOLUTION
 
 
-def touch_key(session: Session, *, key_id: str) -> ApiKey:
+def touch_key(session: Session, *, key_id: str) -> ApiKeyRow:
     """Mark a key used now; the key."""
-    record = session.get_one(ApiKey, key_id)
+    record = session.get_one(ApiKeyRow, key_id)
     record.last_used_at = utcnow()
     session.flush()
     return record

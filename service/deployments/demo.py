@@ -28,13 +28,13 @@ from sqlalchemy.orm import Session
 from api import OrgdeckClient
 from api.deployments import DeploymentRequest
 from service.agents.demo import DEMO_AGENTS, DEMO_FLEETS
-from service.agents.models import Agent, AgentVersion
+from service.agents.models import AgentRow, AgentVersionRow
 from service.db import Database, utcnow
-from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentJobAgent
+from service.deployments.models import AgentDeploymentRow, DeploymentJobAgentRow, DeploymentJobRow
 from service.deployments.rollups import rebuild_rollups
 from service.deployments.service import config_hash, resolved_config
 from service.deployments.states import record_job_outcome, refresh_agent
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.ids import new_id
 from service.orgs.service import get_org
 
@@ -164,7 +164,7 @@ class History:
 
     org_id: str
     environments: dict[str, str]
-    agents: dict[str, Agent]
+    agents: dict[str, AgentRow]
     # Per stableKey, its versions oldest first, with the config each deploys.
     versions: dict[str, list[DatedVersion]]
     bad_week: tuple[datetime, datetime]
@@ -172,7 +172,7 @@ class History:
     closed: dict[tuple[str, str], datetime]
     until: datetime
     rng: random.Random
-    rows: list[DeploymentJob] = field(default_factory=list)
+    rows: list[DeploymentJobRow] = field(default_factory=list)
 
 
 def seed_deployment_history(db: Database, *, org_slug: str) -> None:
@@ -184,11 +184,13 @@ def seed_deployment_history(db: Database, *, org_slug: str) -> None:
             return
         # A worker ending one of the org's jobs while the rollups are recounted would count it twice
         # or collide with the recount: it waits for these locks (PostgreSQL; SQLite has one writer).
-        open_jobs = DeploymentJob.org_id == org.id, DeploymentJob.status.in_(["pending", "running"])
-        session.execute(select(DeploymentJob.id).where(*open_jobs).with_for_update())
-        query = select(Environment).where(Environment.org_id == org.id, Environment.name.in_(list(PACES)))
+        open_jobs = DeploymentJobRow.org_id == org.id, DeploymentJobRow.status.in_(["pending", "running"])
+        session.execute(select(DeploymentJobRow.id).where(*open_jobs).with_for_update())
+        query = select(EnvironmentRow).where(
+            EnvironmentRow.org_id == org.id, EnvironmentRow.name.in_(list(PACES))
+        )
         environments = {environment.name: environment for environment in session.scalars(query)}
-        query = select(Agent).where(Agent.org_id == org.id, Agent.stable_key.in_(EVERY_AGENT))
+        query = select(AgentRow).where(AgentRow.org_id == org.id, AgentRow.stable_key.in_(EVERY_AGENT))
         agents = {agent.stable_key: agent for agent in session.scalars(query)}
         if set(environments) != set(PACES) or set(agents) != set(EVERY_AGENT):
             return
@@ -227,7 +229,9 @@ def seed_deployment_history(db: Database, *, org_slug: str) -> None:
 
 def _has_history(session: Session, *, org_id: str, before: datetime) -> bool:
     """Whether the org's jobs go back further than `before`, which only a written history does."""
-    query = select(DeploymentJob.id).where(DeploymentJob.org_id == org_id, DeploymentJob.created_at < before)
+    query = select(DeploymentJobRow.id).where(
+        DeploymentJobRow.org_id == org_id, DeploymentJobRow.created_at < before
+    )
     return session.scalar(query.limit(1)) is not None
 
 
@@ -240,15 +244,15 @@ def _final_times(now: datetime) -> dict[tuple[str, str], list[datetime]]:
 
 
 def _date_versions(
-    session: Session, *, org_slug: str, agents: dict[str, Agent], first_day: datetime, now: datetime
+    session: Session, *, org_slug: str, agents: dict[str, AgentRow], first_day: datetime, now: datetime
 ) -> dict[str, list[DatedVersion]]:
     """Date each agent's versions over the quarter (the first before it), and the agent before them.
 
     A held-back agent's newest version is dated NEWEST_WAITING_DAYS ago: long enough to be stale.
     """
-    query = select(AgentVersion).where(AgentVersion.agent_id.in_([a.id for a in agents.values()]))
-    by_agent: dict[str, list[AgentVersion]] = {}
-    for version in session.scalars(query.order_by(AgentVersion.number)):
+    query = select(AgentVersionRow).where(AgentVersionRow.agent_id.in_([a.id for a in agents.values()]))
+    by_agent: dict[str, list[AgentVersionRow]] = {}
+    for version in session.scalars(query.order_by(AgentVersionRow.number)):
         by_agent.setdefault(version.agent_id, []).append(version)
     dated = {}
     for stable_key, agent in agents.items():
@@ -316,7 +320,7 @@ def _job(
         _job(history, environment, later, keys, failure_rate=failure_rate, fixes=fixes + 1)
 
 
-def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) -> list[DeploymentJob]:
+def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) -> list[DeploymentJobRow]:
     """A history-owned pair's own last jobs, one agent each: the last a failure for the failing pair."""
     environment, key = pair
     jobs = []
@@ -328,7 +332,7 @@ def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) 
 
 def _add_job(
     history: History, environment: str, at: datetime, keys: list[str], errors: dict[str, str], *, slow: float
-) -> DeploymentJob:
+) -> DeploymentJobRow:
     """An ended job of `keys` in which the agents named in `errors` failed."""
     rng = history.rng
     started = at + timedelta(seconds=rng.uniform(0.5, 8))
@@ -336,7 +340,7 @@ def _add_job(
     rows = [_agent_row(history, environment, key, at, errors.get(key)) for key in keys]
     failed = [row for row in rows if row.error]
     status = "complete" if not failed else "error" if len(failed) == len(rows) else "partial"
-    job = DeploymentJob(
+    job = DeploymentJobRow(
         id=new_id("job", at=at),
         org_id=history.org_id,
         environment_id=history.environments[environment],
@@ -354,7 +358,7 @@ def _add_job(
 
 def _agent_row(
     history: History, environment: str, stable_key: str, at: datetime, error: str | None
-) -> DeploymentJobAgent:
+) -> DeploymentJobAgentRow:
     """The agent's newest version that had reached the environment by then (held back in production)."""
     lag = timedelta(days=PACES[environment].lag_days)
     cap = HELD_BACK.get(stable_key) if environment == "production" else None
@@ -363,7 +367,7 @@ def _agent_row(
         (v for v in reversed(versions) if v.created_at + lag <= at and (cap is None or v.number <= cap)),
         versions[0],
     )
-    return DeploymentJobAgent(
+    return DeploymentJobAgentRow(
         agent_id=history.agents[stable_key].id,
         stable_key=stable_key,
         version=version.number,
@@ -374,19 +378,19 @@ def _agent_row(
     )
 
 
-def _message(rows: list[DeploymentJobAgent]) -> str:
+def _message(rows: list[DeploymentJobAgentRow]) -> str:
     failed = [row for row in rows if row.error]
     if not failed:
         return f"Deployed {len(rows)} agent{'s' if len(rows) != 1 else ''}"
     return f"{len(failed)} of {len(rows)} agents failed; {failed[0].stable_key}: {failed[0].error}"
 
 
-def _take_present_from(session: Session, jobs: list[DeploymentJob]) -> None:
+def _take_present_from(session: Session, jobs: list[DeploymentJobRow]) -> None:
     """What runs of the pair is what its last successful job deployed; its state follows its last job."""
     deployed = next(job for job in reversed(jobs) if job.status == "complete")
     (row,) = deployed.agent_rows
     session.add(
-        AgentDeployment(
+        AgentDeploymentRow(
             org_id=deployed.org_id,
             environment_id=deployed.environment_id,
             agent_id=row.agent_id,

@@ -30,13 +30,13 @@ from api.deployments import (
     Heatmap,
     HeatmapAxisItem,
 )
-from service.agents.models import Agent
+from service.agents.models import AgentRow
 from service.db import dialect_name
 from service.deployments.dialects import weekday
 from service.deployments.models import (
-    DeploymentAgentRollup,
-    DeploymentHourlyRollup,
-    DeploymentMonthRollup,
+    DeploymentAgentRollupRow,
+    DeploymentHourlyRollupRow,
+    DeploymentMonthRollupRow,
 )
 from service.deployments.ranges import (
     analysed_environments,
@@ -46,6 +46,7 @@ from service.deployments.ranges import (
     stretch_rows,
     whole_months,
 )
+from service.responses import splice_json
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
@@ -102,13 +103,7 @@ def heatmap(
             "values": [],
         }
     )
-    # The grids are the model's last fields: the frame's JSON ends with them, empty.
-    head = frame.model_dump_json().removesuffix(EMPTY_GRIDS)
-    values = _values(metric, counts, failures)
-    return f'{head}"counts":{counts},"failures":{failures},"values":{values}}}'
-
-
-EMPTY_GRIDS = '"counts":[],"failures":[],"values":[]}'
+    return splice_json(frame, counts=counts, failures=failures, values=_values(metric, counts, failures))
 
 
 # A month of one environment in the month rollup: its jobs and failures (JSON arrays, a number per
@@ -204,7 +199,7 @@ def _month_slice(text: str | None, first: int, last: int, days: int) -> str:
 def _months_statement(*, filtered: bool) -> Select[Any]:
     """The org's month rows from the month of `first_month` to `end` (of environment_id when
     `filtered`), built once: building and keying a statement costs as much as running this one."""
-    model = DeploymentMonthRollup
+    model = DeploymentMonthRollupRow
     query = select(model.environment_id, model.month, model.jobs, model.failures).where(
         model.org_id == bindparam("org_id"),
         model.month >= bindparam("first_month"),
@@ -287,7 +282,7 @@ def _cells_statement(dialect: str, group_by: str, *, filtered: bool) -> Select[A
 def _by_weekday_hour(dialect: str, environment_id: BindParameter[str] | None) -> Select[Any]:
     """(weekday, hour) → jobs, failures, from the hourly rollup: summed per hour first, so that the
     weekday is worked out once per hour rather than once per environment and hour."""
-    rollup = DeploymentHourlyRollup
+    rollup = DeploymentHourlyRollupRow
     per_hour = select(
         rollup.day,
         rollup.hour,
@@ -316,7 +311,7 @@ def _by_weekday_hour(dialect: str, environment_id: BindParameter[str] | None) ->
 def _by_agent(environment_id: BindParameter[str] | None) -> Select[Any]:
     """(agent, environment) → results, failed results, from the agent rollup: the months the range
     covers whole from their own rows, the days around them from theirs (`_agent_spans`)."""
-    rollup = DeploymentAgentRollup
+    rollup = DeploymentAgentRollupRow
     stretches = [
         ("day", bindparam("days1_first"), bindparam("days1_last")),
         ("day", bindparam("days2_first"), bindparam("days2_last")),
@@ -362,5 +357,7 @@ def _agent_rows(
 ) -> list[dict[str, str]]:
     """The agents the cells name (at most one per agent and environment), by stableKey."""
     keys = {cell[0] for cell in cells}
-    query = select(Agent.stable_key, Agent.name).where(Agent.org_id == org_id, Agent.stable_key.in_(keys))
-    return [{"id": key, "name": name} for key, name in session.execute(query.order_by(Agent.stable_key))]
+    query = select(AgentRow.stable_key, AgentRow.name).where(
+        AgentRow.org_id == org_id, AgentRow.stable_key.in_(keys)
+    )
+    return [{"id": key, "name": name} for key, name in session.execute(query.order_by(AgentRow.stable_key))]

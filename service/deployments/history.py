@@ -16,9 +16,9 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.deployments import AgentResultStatus, HistoryEntry
-from service.agents.models import Agent
-from service.deployments.models import DeploymentJob, DeploymentJobAgent
-from service.environments.models import Environment
+from service.agents.models import AgentRow
+from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
+from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
 
 AGENT_RESULT_STATUSES: tuple[str, ...] = get_args(AgentResultStatus)
@@ -42,40 +42,45 @@ def list_history(
     """
     if start is not None and end is not None and end < start:
         raise InvalidInput(f"end ({end}) is before start ({start})", field="end")
-    in_org = select(Agent.id).where(Agent.org_id == org_id)
-    statuses_filter = [DeploymentJobAgent.status.in_(statuses)] if statuses else []
+    in_org = select(AgentRow.id).where(AgentRow.org_id == org_id)
+    statuses_filter = [DeploymentJobAgentRow.status.in_(statuses)] if statuses else []
     if stable_key is not None:
         # Archived agents included: their past deployments stay part of the record.
-        agent = DeploymentJobAgent.agent_id == in_org.where(Agent.stable_key == stable_key).scalar_subquery()
+        agent = (
+            DeploymentJobAgentRow.agent_id
+            == in_org.where(AgentRow.stable_key == stable_key).scalar_subquery()
+        )
         page_filters = [agent, *statuses_filter]
     else:
-        agent = DeploymentJobAgent.agent_id.in_(in_org)
+        agent = DeploymentJobAgentRow.agent_id.in_(in_org)
         page_filters = statuses_filter
     job_filters = []
     if environment_id is not None:
-        job_filters.append(DeploymentJob.environment_id == environment_id)
+        job_filters.append(DeploymentJobRow.environment_id == environment_id)
     if start is not None:
-        job_filters.append(DeploymentJob.created_at >= datetime.combine(start, time.min, tzinfo=UTC))
+        job_filters.append(DeploymentJobRow.created_at >= datetime.combine(start, time.min, tzinfo=UTC))
     if end is not None:
-        job_filters.append(DeploymentJob.created_at <= datetime.combine(end, time.max, tzinfo=UTC))
+        job_filters.append(DeploymentJobRow.created_at <= datetime.combine(end, time.max, tzinfo=UTC))
     rows = session.execute(
         select(
-            DeploymentJobAgent.job_id,
-            DeploymentJobAgent.stable_key,
-            DeploymentJob.environment_id,
-            Environment.name.label("environment_name"),
-            DeploymentJobAgent.version,
-            DeploymentJobAgent.status,
-            DeploymentJob.status.label("job_status"),
-            DeploymentJobAgent.error,
-            DeploymentJob.created_at,
-            DeploymentJob.finished_at,
+            DeploymentJobAgentRow.job_id,
+            DeploymentJobAgentRow.stable_key,
+            DeploymentJobRow.environment_id,
+            EnvironmentRow.name.label("environment_name"),
+            DeploymentJobAgentRow.version,
+            DeploymentJobAgentRow.status,
+            DeploymentJobRow.status.label("job_status"),
+            DeploymentJobAgentRow.error,
+            DeploymentJobRow.created_at,
+            DeploymentJobRow.finished_at,
         )
-        .select_from(DeploymentJobAgent)
-        .join(DeploymentJob, DeploymentJob.id == DeploymentJobAgent.job_id)
-        .join(Environment, Environment.id == DeploymentJob.environment_id)
-        .where(DeploymentJob.org_id == org_id, *page_filters, *job_filters)
-        .order_by(DeploymentJob.created_at.desc(), DeploymentJob.id.desc(), DeploymentJobAgent.stable_key)
+        .select_from(DeploymentJobAgentRow)
+        .join(DeploymentJobRow, DeploymentJobRow.id == DeploymentJobAgentRow.job_id)
+        .join(EnvironmentRow, EnvironmentRow.id == DeploymentJobRow.environment_id)
+        .where(DeploymentJobRow.org_id == org_id, *page_filters, *job_filters)
+        .order_by(
+            DeploymentJobRow.created_at.desc(), DeploymentJobRow.id.desc(), DeploymentJobAgentRow.stable_key
+        )
         .limit(limit)
         .offset(offset)
     ).all()
@@ -85,12 +90,12 @@ def list_history(
     if job_filters:
         total = (
             select(func.count())
-            .select_from(DeploymentJobAgent)
-            .join(DeploymentJob, DeploymentJob.id == DeploymentJobAgent.job_id)
-            .where(DeploymentJob.org_id == org_id, *page_filters, *job_filters)
+            .select_from(DeploymentJobAgentRow)
+            .join(DeploymentJobRow, DeploymentJobRow.id == DeploymentJobAgentRow.job_id)
+            .where(DeploymentJobRow.org_id == org_id, *page_filters, *job_filters)
         )
     else:
         # A job's agents are agents of the job's org: counted from the agent rows' (agent_id,
         # status) index alone, without reading a job.
-        total = select(func.count()).select_from(DeploymentJobAgent).where(agent, *statuses_filter)
+        total = select(func.count()).select_from(DeploymentJobAgentRow).where(agent, *statuses_filter)
     return entries, session.scalar(total) or 0

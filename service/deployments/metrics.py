@@ -29,7 +29,7 @@ from sqlalchemy.orm import Session, aliased
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
 from service.db import utcnow
 from service.deployments.histograms import Histogram, median, merged, parse
-from service.deployments.models import DeploymentMetricRollup, DeploymentMonthRollup
+from service.deployments.models import DeploymentMetricRollupRow, DeploymentMonthRollupRow
 from service.deployments.ranges import (
     analysed_environments,
     analytics_range,
@@ -123,7 +123,7 @@ def _read(
 ) -> Iterable[tuple[str, date, MetricsCount]]:
     """(environment, period start, its counts) of every rollup row the range needs: a month's own
     row where a month period covers all of the month that has happened, else each day's."""
-    model = DeploymentMetricRollup
+    model = DeploymentMetricRollupRow
     months = whole_months(start, end) if period == "month" else []
     stretches = [("day", first, last) for first, last in days_outside(start, end, months)]
     if months:
@@ -171,7 +171,7 @@ def _summed(rows: Iterable[tuple[str, date, MetricsCount]]) -> Counted:
 def _first_days(session: Session, org_id: str, environment_id: str | None) -> dict[str, date]:
     """The UTC day of each environment's first ended job, read from its first month row (one
     primary-key seek per environment, however many jobs there are)."""
-    model, earlier = DeploymentMonthRollup, aliased(DeploymentMonthRollup)
+    model, earlier = DeploymentMonthRollupRow, aliased(DeploymentMonthRollupRow)
     first_month = (
         select(func.min(earlier.month))
         .where(earlier.org_id == model.org_id, earlier.environment_id == model.environment_id)

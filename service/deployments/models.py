@@ -10,7 +10,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class DeploymentJob(Base):
+class DeploymentJobRow(Base):
     """One deployment of some agents into one environment, run by a worker under a lease."""
 
     __tablename__ = "deployment_jobs"
@@ -47,16 +47,16 @@ class DeploymentJob(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    agent_rows: Mapped[list[DeploymentJobAgent]] = relationship(
-        cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgent.stable_key"
+    agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
+        cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"
     )
 
     @property
-    def agents(self) -> list[DeploymentJobAgent]:
+    def agents(self) -> list[DeploymentJobAgentRow]:
         return self.agent_rows
 
 
-class DeploymentJobAgent(Base):
+class DeploymentJobAgentRow(Base):
     """One agent of a job: the version and resolved config it deploys, and how that went."""
 
     __tablename__ = "deployment_job_agents"
@@ -76,7 +76,7 @@ class DeploymentJobAgent(Base):
     error: Mapped[str | None] = mapped_column(String(2000))
 
 
-class AgentDeployment(Base):
+class AgentDeploymentRow(Base):
     """What runs of an agent in an environment: the last deployment that succeeded there."""
 
     __tablename__ = "agent_deployments"
@@ -96,7 +96,7 @@ class AgentDeployment(Base):
     deployed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DeploymentSigningKey(Base):
+class DeploymentSigningKeyRow(Base):
     """The key an environment's webhook target verifies deployment manifests with, encrypted."""
 
     __tablename__ = "deployment_signing_keys"
@@ -110,7 +110,7 @@ class DeploymentSigningKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DeploymentMonthRollup(Base):
+class DeploymentMonthRollupRow(Base):
     """Ended jobs of an environment per UTC day of creation (service.deployments.rollups), a month
     to a row: `jobs` and `failures` are JSON arrays with one number per day of `month`. A year's
     heatmap by day reads 13 rows per environment and sends them on as text, not 365 to format."""
@@ -126,7 +126,7 @@ class DeploymentMonthRollup(Base):
     failures: Mapped[str] = mapped_column(Text)
 
 
-class DeploymentHourlyRollup(Base):
+class DeploymentHourlyRollupRow(Base):
     """Ended jobs of an environment per UTC hour of creation: what the weekday-by-hour heatmap reads."""
 
     __tablename__ = "deployment_hourly_rollups"
@@ -152,7 +152,7 @@ class DeploymentHourlyRollup(Base):
     failures: Mapped[int] = mapped_column(Integer)
 
 
-class DeploymentMetricRollup(Base):
+class DeploymentMetricRollupRow(Base):
     """An environment's delivery metrics for one UTC day or month of job creation
     (service.deployments.rollups): ended, successful and failed jobs, and two histograms of seconds
     (service.deployments.histograms) as JSON objects: job durations, and times to restore of the
@@ -174,7 +174,7 @@ class DeploymentMetricRollup(Base):
     restores: Mapped[str] = mapped_column(Text)
 
 
-class DeploymentAgentRollup(Base):
+class DeploymentAgentRollupRow(Base):
     """Agents' results in an environment per UTC day or month of their job's creation: what the
     agent-by-environment heatmap reads (service.deployments.rollups)."""
 
@@ -191,7 +191,7 @@ class DeploymentAgentRollup(Base):
     failures: Mapped[int] = mapped_column(Integer)
 
 
-class DeploymentIncident(Base):
+class DeploymentIncidentRow(Base):
     """An environment's open incident: since its first failed job of a run ended, no job has
     completed there. The next complete job closes it and counts its time to restore."""
 
@@ -205,7 +205,7 @@ class DeploymentIncident(Base):
     day: Mapped[date] = mapped_column(Date)  # the UTC day that failed job was created
 
 
-class DeploymentState(Base):
+class DeploymentStateRow(Base):
     """The status of an agent in an environment, kept current as its inputs change.
 
     A row exists once a job has ended for the pair (no row: not deployed). `tool_hashes` holds the
@@ -236,7 +236,7 @@ class DeploymentState(Base):
     cell: Mapped[str] = mapped_column(Text, default="")
 
 
-class DeploymentPolicy(Base):
+class DeploymentPolicyRow(Base):
     """An organization's deployment settings; without a row the defaults apply."""
 
     __tablename__ = "deployment_policies"

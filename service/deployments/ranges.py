@@ -16,7 +16,7 @@ from api.deployments import (
     MAX_ANALYTICS_DAYS,
 )
 from service.db import utcnow
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
 
 
@@ -116,10 +116,10 @@ def analysed_environments(
     session: Session, *, org_id: str, environment_id: str | None
 ) -> list[dict[str, str]]:
     """The org's environments by name (only the one asked for, when one is); an unknown one is a 400."""
-    query = select(Environment.id, Environment.name).where(Environment.org_id == org_id)
+    query = select(EnvironmentRow.id, EnvironmentRow.name).where(EnvironmentRow.org_id == org_id)
     if environment_id is not None:
-        query = query.where(Environment.id == environment_id)
-    found = [{"id": id_, "name": name} for id_, name in session.execute(query.order_by(Environment.name))]
+        query = query.where(EnvironmentRow.id == environment_id)
+    found = [{"id": id_, "name": name} for id_, name in session.execute(query.order_by(EnvironmentRow.name))]
     if environment_id is not None and not found:
         raise InvalidInput(
             f"environmentId '{environment_id}' names no environment of this organization",

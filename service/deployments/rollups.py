@@ -47,13 +47,13 @@ from service.db import dialect_name
 from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
-    DeploymentAgentRollup,
-    DeploymentHourlyRollup,
-    DeploymentIncident,
-    DeploymentJob,
-    DeploymentJobAgent,
-    DeploymentMetricRollup,
-    DeploymentMonthRollup,
+    DeploymentAgentRollupRow,
+    DeploymentHourlyRollupRow,
+    DeploymentIncidentRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentMetricRollupRow,
+    DeploymentMonthRollupRow,
 )
 
 ENDED = sorted(FINISHED_JOB_STATUSES)
@@ -134,23 +134,23 @@ def count_metrics(
     return rows, open_incidents
 
 
-def record_job_end(session: Session, job: DeploymentJob) -> None:
+def record_job_end(session: Session, job: DeploymentJobRow) -> None:
     """Count a job that has just ended in the rollups of the UTC day and hour it was created."""
     created = job.created_at.astimezone(UTC)
     day = created.date()
     keys: dict[str, Any] = {"org_id": job.org_id, "environment_id": job.environment_id, "day": day}
     counts = {"jobs": 1, "failures": int(job.status in FAILED_JOB_STATUSES)}
-    _increment(session, DeploymentHourlyRollup, keys | {"hour": created.hour}, counts)
+    _increment(session, DeploymentHourlyRollupRow, keys | {"hour": created.hour}, counts)
     _increment_day_of_month(session, job.org_id, job.environment_id, day, counts)
     _record_metrics(session, job, day)
     for result in job.agent_rows:
         failed = {"results": 1, "failures": int(result.status == "error")}
         for span, start in (("day", day), ("month", day.replace(day=1))):
             keys = {"org_id": job.org_id, "span": span, "start": start, "environment_id": job.environment_id}
-            _increment(session, DeploymentAgentRollup, keys | {"stable_key": result.stable_key}, failed)
+            _increment(session, DeploymentAgentRollupRow, keys | {"stable_key": result.stable_key}, failed)
 
 
-def _record_metrics(session: Session, job: DeploymentJob, day: date) -> None:
+def _record_metrics(session: Session, job: DeploymentJobRow, day: date) -> None:
     """Count the job in its day's and month's metrics, and open or close its environment's incident
     (as `count_metrics` does for many jobs at once)."""
     assert job.finished_at is not None
@@ -160,12 +160,12 @@ def _record_metrics(session: Session, job: DeploymentJob, day: date) -> None:
     _add_to_metrics(session, job.org_id, job.environment_id, day, counts, "durations", ended.duration_bucket)
     if ended.failed:
         # The first failure of a run opens the incident; later ones leave its start alone.
-        opening = _dialect_insert(session, DeploymentIncident).values(
+        opening = _dialect_insert(session, DeploymentIncidentRow).values(
             environment_id=job.environment_id, org_id=job.org_id, failed_at=job.finished_at, day=day
         )
         session.execute(opening.on_conflict_do_nothing(index_elements=["environment_id"]))
     elif ended.succeeded:
-        incident = DeploymentIncident
+        incident = DeploymentIncidentRow
         closed = session.execute(
             delete(incident)
             .where(incident.environment_id == job.environment_id, incident.failed_at <= job.finished_at)
@@ -187,7 +187,7 @@ def _add_to_metrics(
 ) -> None:
     """Add `counts` and one sample in `bucket` of the `histogram` column to the day's and the
     month's metrics rows: one statement each, safe under concurrent workers."""
-    model, dialect = DeploymentMetricRollup, dialect_name(session)
+    model, dialect = DeploymentMetricRollupRow, dialect_name(session)
     first = {"jobs": 0, "successes": 0, "failures": 0, **counts, "durations": "{}", "restores": "{}"}
     first[histogram] = f'{{"{bucket}":1}}'
     added: dict[str, Any] = {name: getattr(model, name) + count for name, count in counts.items()}
@@ -225,7 +225,7 @@ def _increment_day_of_month(
 ) -> None:
     """Add `counts` to the day's place in its month row: one statement, like `_increment`."""
     month, index = day.replace(day=1), day.day - 1
-    model, dialect = DeploymentMonthRollup, dialect_name(session)
+    model, dialect = DeploymentMonthRollupRow, dialect_name(session)
     first = {name: _month_text(month, {index: count}) for name, count in counts.items()}
     statement = _dialect_insert(session, model).values(
         org_id=org_id, environment_id=environment_id, month=month, **first
@@ -255,19 +255,25 @@ def _month_text(month: date, counts: dict[int, int]) -> str:
 
 def rebuild_rollups(session: Session, *, org_id: str) -> None:
     """Recount the org's rollups from its jobs, for loads that write jobs without the worker."""
-    hourly, monthly = DeploymentHourlyRollup, DeploymentMonthRollup
+    hourly, monthly = DeploymentHourlyRollupRow, DeploymentMonthRollupRow
     dialect = dialect_name(session)
     if dialect == "postgresql":
         # Job ends wait until the recount commits (SQLite has one writer anyway): a job ending
         # meanwhile is counted once, by the recount or on top of it, never twice or lost.
         tables = ", ".join(
             model.__tablename__
-            for model in (hourly, monthly, DeploymentMetricRollup, DeploymentIncident, DeploymentAgentRollup)
+            for model in (
+                hourly,
+                monthly,
+                DeploymentMetricRollupRow,
+                DeploymentIncidentRow,
+                DeploymentAgentRollupRow,
+            )
         )
         session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
     session.execute(delete(hourly).where(hourly.org_id == org_id))
     session.execute(delete(monthly).where(monthly.org_id == org_id))
-    job = DeploymentJob
+    job = DeploymentJobRow
     day, hour = utc_day(dialect, job.created_at), utc_hour(dialect, job.created_at)
     per_hour = (
         select(job.org_id, job.environment_id, day, hour, func.count(), func.sum(failed_flag(job.status)))
@@ -299,7 +305,7 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
 def count_agent_results(executor: Session | Connection, org_id: str, dialect: str) -> None:
     """Recount the org's agent rollups from its ended jobs' agent results: the days, then the
     months from the days."""
-    rollup, job, result = DeploymentAgentRollup, DeploymentJob, DeploymentJobAgent
+    rollup, job, result = DeploymentAgentRollupRow, DeploymentJobRow, DeploymentJobAgentRow
     executor.execute(delete(rollup).where(rollup.org_id == org_id))
     day = utc_day(dialect, job.created_at)
     per_day = (
@@ -336,7 +342,7 @@ def count_agent_results(executor: Session | Connection, org_id: str, dialect: st
 
 
 def _rebuild_metrics(session: Session, org_id: str) -> None:
-    metric, incident, job = DeploymentMetricRollup, DeploymentIncident, DeploymentJob
+    metric, incident, job = DeploymentMetricRollupRow, DeploymentIncidentRow, DeploymentJobRow
     session.execute(delete(metric).where(metric.org_id == org_id))
     session.execute(delete(incident).where(incident.org_id == org_id))
     ended = (
@@ -358,7 +364,7 @@ def _rebuild_metrics(session: Session, org_id: str) -> None:
 
 
 def metric_rows(org_id: str, counted: dict[tuple[str, str, date], MetricsCount]) -> list[dict[str, Any]]:
-    """Counted metrics as rows of DeploymentMetricRollup."""
+    """Counted metrics as rows of DeploymentMetricRollupRow."""
     return [
         {"org_id": org_id, "environment_id": environment_id, "span": span, "start": start}
         | {"jobs": count.jobs, "successes": count.successes, "failures": count.failures}

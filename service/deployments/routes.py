@@ -31,7 +31,7 @@ from api.deployments import (
     StatusMatrix,
 )
 from service.crypto import cipher_for
-from service.deployments import heatmaps, history, metrics, service, states
+from service.deployments import heatmaps, history, matrix, metrics, service, states
 from service.deps import (
     Admin,
     AppSettings,
@@ -290,7 +290,7 @@ def deployment_status(
     offset: OffsetQuery = 0,
 ) -> Response:
     """Each agent in each environment: what runs, what is newest, and the state (counts over the org)."""
-    body = states.status_matrix(
+    body = matrix.status_matrix(
         session,
         org_id=caller.org_id_for(org_slug),
         environment_id=environment_id,

@@ -26,14 +26,14 @@ from sqlalchemy.orm import Session
 from service.crypto import DecryptionFailed, cipher_for
 from service.db import Database, insert_unless_taken, utcnow
 from service.deployments.models import (
-    AgentDeployment,
-    DeploymentJob,
-    DeploymentJobAgent,
-    DeploymentSigningKey,
+    AgentDeploymentRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentSigningKeyRow,
 )
 from service.deployments.rollups import record_job_end
 from service.deployments.states import record_job_outcome
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
 from service.ids import new_id
@@ -86,15 +86,15 @@ def _claim(db: Database) -> tuple[Claim | None, bool]:
     """The claimed job, if any, and whether there was a job to handle (one given up on counts)."""
     now = utcnow()
     claimable = or_(
-        DeploymentJob.status == "pending",
-        and_(DeploymentJob.status == "running", DeploymentJob.lease_expires_at < now),
+        DeploymentJobRow.status == "pending",
+        and_(DeploymentJobRow.status == "running", DeploymentJobRow.lease_expires_at < now),
     )
     # A read first: an idle worker must not take SQLite's write lock every round.
     with db.session() as session:
-        if session.scalar(select(DeploymentJob.id).where(claimable).limit(1)) is None:
+        if session.scalar(select(DeploymentJobRow.id).where(claimable).limit(1)) is None:
             return None, False
     with db.session(write=True) as session:
-        query = select(DeploymentJob).where(claimable).order_by(DeploymentJob.id).limit(1)
+        query = select(DeploymentJobRow).where(claimable).order_by(DeploymentJobRow.id).limit(1)
         job = session.scalar(query.with_for_update(skip_locked=True))
         if job is None:
             return None, False
@@ -122,8 +122,10 @@ def _heartbeat(db: Database, claim: Claim) -> Iterator[None]:
         while not stopped.wait(HEARTBEAT_SECONDS):
             with db.session(write=True) as session:
                 session.execute(
-                    update(DeploymentJob)
-                    .where(DeploymentJob.id == claim.job_id, DeploymentJob.lease_token == claim.lease_token)
+                    update(DeploymentJobRow)
+                    .where(
+                        DeploymentJobRow.id == claim.job_id, DeploymentJobRow.lease_token == claim.lease_token
+                    )
                     .values(lease_expires_at=utcnow() + timedelta(seconds=LEASE_SECONDS))
                 )
 
@@ -138,7 +140,7 @@ def _heartbeat(db: Database, claim: Claim) -> Iterator[None]:
 
 def _deploy(db: Database, settings: Settings, claim: Claim) -> Outcome:
     with db.session() as session:
-        environment = session.get(Environment, claim.environment_id)
+        environment = session.get(EnvironmentRow, claim.environment_id)
         if environment is None:
             return {agent.stable_key: "The environment was deleted" for agent in claim.agents}
         if environment.target != "webhook":
@@ -148,12 +150,12 @@ def _deploy(db: Database, settings: Settings, claim: Claim) -> Outcome:
 
 
 def _deploy_to_webhook(
-    session: Session, settings: Settings, claim: Claim, environment: Environment
+    session: Session, settings: Settings, claim: Claim, environment: EnvironmentRow
 ) -> Outcome:
     """POST the signed manifest to the environment's URL; its answer says how each agent went."""
     everyone = [agent.stable_key for agent in claim.agents]
     url = environment.webhook_url or ""
-    signing_key = session.get(DeploymentSigningKey, environment.id)
+    signing_key = session.get(DeploymentSigningKeyRow, environment.id)
     if signing_key is None:
         return dict.fromkeys(everyone, "The environment has no signing key; create one and deploy again")
     cipher = cipher_for(settings)
@@ -242,7 +244,7 @@ def _results_from(answer: httpx.Response, sent: list[str]) -> Outcome:
 
 def _finish(db: Database, claim: Claim, outcome: Outcome) -> None:
     with db.session(write=True) as session:
-        query = select(DeploymentJob).where(DeploymentJob.id == claim.job_id).with_for_update()
+        query = select(DeploymentJobRow).where(DeploymentJobRow.id == claim.job_id).with_for_update()
         job = session.scalar(query)
         if job is None or job.status != "running" or job.lease_token != claim.lease_token:
             logger.warning(
@@ -252,7 +254,7 @@ def _finish(db: Database, claim: Claim, outcome: Outcome) -> None:
         _end_job(session, job, outcome, message=None)
 
 
-def _end_job(session: Session, job: DeploymentJob, outcome: Outcome, *, message: str | None) -> None:
+def _end_job(session: Session, job: DeploymentJobRow, outcome: Outcome, *, message: str | None) -> None:
     """Record each agent's result, the deployed state of those that succeeded, the job's end and events."""
     for row in job.agent_rows:
         row.error = outcome.get(row.stable_key)
@@ -266,7 +268,7 @@ def _end_job(session: Session, job: DeploymentJob, outcome: Outcome, *, message:
     record_job_end(session, job)
     job.lease_token = None
     job.lease_expires_at = None
-    environment = session.get(Environment, job.environment_id)
+    environment = session.get(EnvironmentRow, job.environment_id)
     where = {
         "jobId": job.id,
         "environmentId": job.environment_id,
@@ -285,21 +287,21 @@ def _end_job(session: Session, job: DeploymentJob, outcome: Outcome, *, message:
     record_job_outcome(session, job=job)
 
 
-def _summary(total: int, failed: list[DeploymentJobAgent]) -> str:
+def _summary(total: int, failed: list[DeploymentJobAgentRow]) -> str:
     if not failed:
         return f"Deployed {total} agent{'s' if total != 1 else ''}"
     first = failed[0]
     return f"{len(failed)} of {total} agents failed; {first.stable_key}: {first.error}"[:2000]
 
 
-def _record_deployed(session: Session, job: DeploymentJob, row: DeploymentJobAgent) -> None:
+def _record_deployed(session: Session, job: DeploymentJobRow, row: DeploymentJobAgentRow) -> None:
     """What now runs of the agent in the environment (one row per pair, replaced in place)."""
-    query = select(AgentDeployment).where(
-        AgentDeployment.environment_id == job.environment_id, AgentDeployment.agent_id == row.agent_id
+    query = select(AgentDeploymentRow).where(
+        AgentDeploymentRow.environment_id == job.environment_id, AgentDeploymentRow.agent_id == row.agent_id
     )
     deployed = session.scalar(query.with_for_update())
     if deployed is None:
-        deployed = AgentDeployment(
+        deployed = AgentDeploymentRow(
             org_id=job.org_id, environment_id=job.environment_id, agent_id=row.agent_id
         )
         if not insert_unless_taken(session, _fill(deployed, job, row)):
@@ -309,7 +311,9 @@ def _record_deployed(session: Session, job: DeploymentJob, row: DeploymentJobAge
     session.flush()
 
 
-def _fill(deployed: AgentDeployment, job: DeploymentJob, row: DeploymentJobAgent) -> AgentDeployment:
+def _fill(
+    deployed: AgentDeploymentRow, job: DeploymentJobRow, row: DeploymentJobAgentRow
+) -> AgentDeploymentRow:
     deployed.version = row.version
     deployed.config = row.config
     deployed.config_hash = row.config_hash

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -15,47 +14,33 @@ from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
 from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange, PreviewWarning
-from service.agents.models import Agent, AgentVersion
+from service.agents.models import AgentRow, AgentVersionRow
 from service.crypto import Cipher, reencrypt_column
 from service.db import utcnow
+from service.deployments.changes import diff_deployment
 from service.deployments.models import (
-    AgentDeployment,
-    DeploymentJob,
-    DeploymentJobAgent,
-    DeploymentSigningKey,
+    AgentDeploymentRow,
+    DeploymentJobAgentRow,
+    DeploymentJobRow,
+    DeploymentSigningKeyRow,
 )
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.errors import InvalidCursor, InvalidInput, NotFound
 from service.fleets.service import get_fleet
 from service.ids import is_id
-from service.tools.models import Tool
+from service.tools.models import ToolRow
 from service.webhooks import new_secret
-
-# Values of providerConfig keys named like credentials are never shown in a diff (compared with
-# separators and case removed, so `api_key`, `apiKey` and `API-KEY` are alike; `maxTokens` is not).
-SENSITIVE_KEY_PARTS = (
-    "secret",
-    "password",
-    "passwd",
-    "apikey",
-    "credential",
-    "privatekey",
-    "accesstoken",
-    "authtoken",
-)
-SENSITIVE_KEYS = frozenset({"token", "auth", "authorization"})
-REDACTED = "[redacted]"
 
 
 @dataclass(frozen=True)
 class PlannedAgent:
     """One agent of a deployment: the version it would run and the config it would run with."""
 
-    agent: Agent
+    agent: AgentRow
     version: int
     config: dict[str, Any]
     config_hash: str
-    current: AgentDeployment | None
+    current: AgentDeploymentRow | None
 
     def changes(self) -> list[FieldChange]:
         return diff_deployment(self.current, self.version, self.config)
@@ -69,7 +54,7 @@ class PlannedAgent:
 
 def plan_deployment(
     session: Session, *, org_id: str, request: DeploymentRequest
-) -> tuple[Environment, list[PlannedAgent]]:
+) -> tuple[EnvironmentRow, list[PlannedAgent]]:
     """Check a deployment request and resolve, per agent, what it would deploy. Writes nothing."""
     if (request.prompt_name is None) != (request.version is None):
         missing = "version" if request.version is None else "promptName"
@@ -97,14 +82,14 @@ def plan_deployment(
     return environment, planned
 
 
-def preview_warnings(session: Session, environment: Environment) -> list[PreviewWarning]:
+def preview_warnings(session: Session, environment: EnvironmentRow) -> list[PreviewWarning]:
     """What would stop the previewed deployment from being made, said before anyone tries."""
     missing_key = _missing_signing_key(session, environment)
     return [missing_key] if missing_key is not None else []
 
 
-def _missing_signing_key(session: Session, environment: Environment) -> PreviewWarning | None:
-    if environment.target != "webhook" or session.get(DeploymentSigningKey, environment.id) is not None:
+def _missing_signing_key(session: Session, environment: EnvironmentRow) -> PreviewWarning | None:
+    if environment.target != "webhook" or session.get(DeploymentSigningKeyRow, environment.id) is not None:
         return None
     return PreviewWarning(
         code="signing_key_missing",
@@ -114,17 +99,17 @@ def _missing_signing_key(session: Session, environment: Environment) -> PreviewW
     )
 
 
-def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> DeploymentJob:
+def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> DeploymentJobRow:
     """A pending job deploying the request's agents; a worker picks it up."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
         raise InvalidInput(missing_key.message, field="environmentId", code=missing_key.code)
-    job = DeploymentJob(
+    job = DeploymentJobRow(
         org_id=org_id,
         environment_id=environment.id,
         agent_rows=[
-            DeploymentJobAgent(
+            DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
                 stable_key=plan.agent.stable_key,
                 version=plan.version,
@@ -141,7 +126,7 @@ def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> 
 
 def create_fleet_job(
     session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str
-) -> DeploymentJob:
+) -> DeploymentJobRow:
     """A pending job deploying every agent of the fleet (each its latest version)."""
     fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
     stable_keys = [agent.stable_key for agent in fleet.agents]
@@ -155,22 +140,22 @@ def create_fleet_job(
 
 # What a listing shows of a job and of each agent's result (named as in the wire model).
 LISTED_JOB_COLUMNS = (
-    DeploymentJob.id,
-    DeploymentJob.environment_id,
-    DeploymentJob.status,
-    DeploymentJob.message,
-    DeploymentJob.attempts,
-    DeploymentJob.created_at,
-    DeploymentJob.started_at,
-    DeploymentJob.finished_at,
-    DeploymentJob.lease_expires_at,
+    DeploymentJobRow.id,
+    DeploymentJobRow.environment_id,
+    DeploymentJobRow.status,
+    DeploymentJobRow.message,
+    DeploymentJobRow.attempts,
+    DeploymentJobRow.created_at,
+    DeploymentJobRow.started_at,
+    DeploymentJobRow.finished_at,
+    DeploymentJobRow.lease_expires_at,
 )
 LISTED_RESULT_COLUMNS = (
-    DeploymentJobAgent.job_id,
-    DeploymentJobAgent.stable_key,
-    DeploymentJobAgent.version,
-    DeploymentJobAgent.status,
-    DeploymentJobAgent.error,
+    DeploymentJobAgentRow.job_id,
+    DeploymentJobAgentRow.stable_key,
+    DeploymentJobAgentRow.version,
+    DeploymentJobAgentRow.status,
+    DeploymentJobAgentRow.error,
 )
 
 
@@ -221,28 +206,28 @@ def _jobs_statement(
 ) -> Select[Any]:
     """A page of jobs, over the parameters org_id, environment_id, statuses, since, until, cursor
     and limit. Built once per shape: building and keying it would cost as much as running it."""
-    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJob.org_id == bindparam("org_id"))
+    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJobRow.org_id == bindparam("org_id"))
     if by_environment:
-        query = query.where(DeploymentJob.environment_id == bindparam("environment_id"))
+        query = query.where(DeploymentJobRow.environment_id == bindparam("environment_id"))
     if by_status:
-        query = query.where(DeploymentJob.status.in_(bindparam("statuses", expanding=True)))
+        query = query.where(DeploymentJobRow.status.in_(bindparam("statuses", expanding=True)))
     # A range of creation is read from the (org, [environment,] created_at, id) indexes.
     if since:
-        query = query.where(DeploymentJob.created_at >= bindparam("since"))
+        query = query.where(DeploymentJobRow.created_at >= bindparam("since"))
     if until:
-        query = query.where(DeploymentJob.created_at < bindparam("until"))
+        query = query.where(DeploymentJobRow.created_at < bindparam("until"))
     if after:
-        query = query.where(DeploymentJob.id < bindparam("cursor"))
-    return query.order_by(DeploymentJob.id.desc()).limit(bindparam("limit", type_=Integer))
+        query = query.where(DeploymentJobRow.id < bindparam("cursor"))
+    return query.order_by(DeploymentJobRow.id.desc()).limit(bindparam("limit", type_=Integer))
 
 
 @functools.cache
 def _results_statement() -> Select[Any]:
     """The agents' results of the jobs `job_ids`."""
     results = select(*LISTED_RESULT_COLUMNS).where(
-        DeploymentJobAgent.job_id.in_(bindparam("job_ids", expanding=True))
+        DeploymentJobAgentRow.job_id.in_(bindparam("job_ids", expanding=True))
     )
-    return results.order_by(DeploymentJobAgent.stable_key)
+    return results.order_by(DeploymentJobAgentRow.stable_key)
 
 
 def parse_statuses(
@@ -259,10 +244,10 @@ def parse_statuses(
     return statuses
 
 
-def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJob:
+def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJobRow:
     """A job of the org; another org's job is 404 exactly like an unknown one."""
     job = session.scalar(
-        select(DeploymentJob).where(DeploymentJob.id == job_id, DeploymentJob.org_id == org_id)
+        select(DeploymentJobRow).where(DeploymentJobRow.id == job_id, DeploymentJobRow.org_id == org_id)
     )
     if job is None:
         raise NotFound(f"No deployment job '{job_id}' in this organization", field="jobId")
@@ -271,13 +256,13 @@ def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJob:
 
 def create_signing_key(
     session: Session, *, cipher: Cipher, org_id: str, environment_id: str
-) -> tuple[DeploymentSigningKey, str]:
+) -> tuple[DeploymentSigningKeyRow, str]:
     """A new signing key for the environment's webhook target (replacing any), and its value."""
     environment = _environment(session, org_id=org_id, environment_id=environment_id)
     value = new_secret()
-    key = session.get(DeploymentSigningKey, environment.id)
+    key = session.get(DeploymentSigningKeyRow, environment.id)
     if key is None:
-        key = DeploymentSigningKey(environment_id=environment.id, org_id=org_id, ciphertext="")
+        key = DeploymentSigningKeyRow(environment_id=environment.id, org_id=org_id, ciphertext="")
         session.add(key)
     key.ciphertext = cipher.encrypt(value)
     key.created_at = utcnow()  # a replaced key is a new key
@@ -287,7 +272,7 @@ def create_signing_key(
 
 def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
     """Re-encrypt every environment's deployment signing key under the first configured key."""
-    return reencrypt_column(session, cipher=cipher, column=DeploymentSigningKey.ciphertext)
+    return reencrypt_column(session, cipher=cipher, column=DeploymentSigningKeyRow.ciphertext)
 
 
 def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dict[str, Any]:
@@ -309,60 +294,9 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()
 
 
-def diff_deployment(
-    current: AgentDeployment | None, version: int, config: dict[str, Any]
-) -> list[FieldChange]:
-    """Field-by-field changes from what runs now to what would run; sensitive values redacted."""
-    before: dict[str, Any] = current.config if current is not None else {}
-    changes = []
-    current_version = current.version if current is not None else None
-    if current_version != version:
-        kind = "added" if current_version is None else "changed"
-        changes.append(FieldChange(field="version", kind=kind, before=current_version, after=version))
-    for field in ("name", "provider", "model"):
-        changes += _value_changes(field, before.get(field), config.get(field))
-    for field in ("providerConfig", "promptReferences", "promptPins"):
-        changes += _mapping_changes(field, before.get(field) or {}, config.get(field) or {})
-    old_tools, new_tools = set(before.get("toolRefs") or []), set(config.get("toolRefs") or [])
-    changes += [
-        FieldChange(field="toolRefs", kind="added", after=ref) for ref in sorted(new_tools - old_tools)
-    ]
-    changes += [
-        FieldChange(field="toolRefs", kind="removed", before=ref) for ref in sorted(old_tools - new_tools)
-    ]
-    return changes
-
-
-def _value_changes(field: str, before: Any, after: Any) -> list[FieldChange]:
-    if before == after:
-        return []
-    kind = "added" if before is None else "removed" if after is None else "changed"
-    return [FieldChange(field=field, kind=kind, before=before, after=after)]
-
-
-def _mapping_changes(field: str, before: dict[str, Any], after: dict[str, Any]) -> list[FieldChange]:
-    changes = []
-    for key in sorted(before.keys() | after.keys()):
-        if key in before and key in after and before[key] == after[key]:
-            continue
-        old, new = _shown(key, before.get(key)), _shown(key, after.get(key))
-        kind = "added" if key not in before else "removed" if key not in after else "changed"
-        changes.append(FieldChange(field=f"{field}.{key}", kind=kind, before=old, after=new))
-    return changes
-
-
-def _shown(key: str, value: Any) -> Any:
-    return REDACTED if value is not None and _sensitive(key) else value
-
-
-def _sensitive(key: str) -> bool:
-    letters = re.sub(r"[^a-z]", "", key.lower())
-    return letters in SENSITIVE_KEYS or any(part in letters for part in SENSITIVE_KEY_PARTS)
-
-
-def _environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+def _environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
     environment = session.scalar(
-        select(Environment).where(Environment.id == environment_id, Environment.org_id == org_id)
+        select(EnvironmentRow).where(EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id)
     )
     if environment is None:
         raise InvalidInput(
@@ -372,10 +306,10 @@ def _environment(session: Session, *, org_id: str, environment_id: str) -> Envir
     return environment
 
 
-def _agents(session: Session, *, org_id: str, stable_keys: Sequence[str]) -> list[Agent]:
+def _agents(session: Session, *, org_id: str, stable_keys: Sequence[str]) -> list[AgentRow]:
     wanted = list(dict.fromkeys(stable_keys))
-    query = select(Agent).where(
-        Agent.org_id == org_id, Agent.stable_key.in_(wanted), Agent.archived_at.is_(None)
+    query = select(AgentRow).where(
+        AgentRow.org_id == org_id, AgentRow.stable_key.in_(wanted), AgentRow.archived_at.is_(None)
     )
     found = {agent.stable_key: agent for agent in session.scalars(query)}
     unknown = [key for key in wanted if key not in found]
@@ -390,7 +324,9 @@ def _agents(session: Session, *, org_id: str, stable_keys: Sequence[str]) -> lis
     return [found[key] for key in wanted]
 
 
-def _versions(session: Session, *, agents: list[Agent], wanted: dict[str, int]) -> dict[str, AgentVersion]:
+def _versions(
+    session: Session, *, agents: list[AgentRow], wanted: dict[str, int]
+) -> dict[str, AgentVersionRow]:
     """The version each agent deploys: the one `wanted` names, else its latest."""
     by_key = {agent.stable_key: agent for agent in agents}
     strangers = sorted(set(wanted) - set(by_key))
@@ -400,9 +336,10 @@ def _versions(session: Session, *, agents: list[Agent], wanted: dict[str, int]) 
         )
     numbers = {agent.id: wanted.get(agent.stable_key, agent.latest_version) for agent in agents}
     pairs = [
-        and_(AgentVersion.agent_id == agent_id, AgentVersion.number == n) for agent_id, n in numbers.items()
+        and_(AgentVersionRow.agent_id == agent_id, AgentVersionRow.number == n)
+        for agent_id, n in numbers.items()
     ]
-    found = {row.agent_id: row for row in session.scalars(select(AgentVersion).where(or_(*pairs)))}
+    found = {row.agent_id: row for row in session.scalars(select(AgentVersionRow).where(or_(*pairs)))}
     missing = [f"{agent.stable_key}@{numbers[agent.id]}" for agent in agents if agent.id not in found]
     if missing:
         raise InvalidInput(f"No such agent versions: {', '.join(missing)}", field="agentVersions")
@@ -413,7 +350,9 @@ def _check_tool_refs(session: Session, *, org_id: str, tool_refs: Sequence[str])
     if not tool_refs:
         return
     known = set(
-        session.scalars(select(Tool.tool_key).where(Tool.org_id == org_id, Tool.tool_key.in_(tool_refs)))
+        session.scalars(
+            select(ToolRow.tool_key).where(ToolRow.org_id == org_id, ToolRow.tool_key.in_(tool_refs))
+        )
     )
     unknown = sorted(set(tool_refs) - known)
     if unknown:
@@ -424,8 +363,8 @@ def _check_tool_refs(session: Session, *, org_id: str, tool_refs: Sequence[str])
 
 def _current_deployments(
     session: Session, *, environment_id: str, agent_ids: list[str]
-) -> dict[str, AgentDeployment]:
-    query = select(AgentDeployment).where(
-        AgentDeployment.environment_id == environment_id, AgentDeployment.agent_id.in_(agent_ids)
+) -> dict[str, AgentDeploymentRow]:
+    query = select(AgentDeploymentRow).where(
+        AgentDeploymentRow.environment_id == environment_id, AgentDeploymentRow.agent_id.in_(agent_ids)
     )
     return {row.agent_id: row for row in session.scalars(query)}

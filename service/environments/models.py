@@ -9,7 +9,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Environment(Base):
+class EnvironmentRow(Base):
     """A deployment target of an organization: `builtin` (recorded here) or `webhook` (POSTed to)."""
 
     __tablename__ = "environments"
@@ -31,7 +31,7 @@ class Environment(Base):
 ORG_WIDE = text("environment_id IS NULL")
 
 
-class Secret(Base):
+class SecretRow(Base):
     """A named secret of an organization, org-wide or scoped to one environment, stored encrypted.
 
     One row per name and scope: writing the name again replaces the ciphertext and bumps `version`,
@@ -67,6 +67,6 @@ class Secret(Base):
 
 
 # Loaded with every environment in the same query: listings show it, and it is one index probe.
-Environment.secret_count = column_property(
-    select(func.count(Secret.id)).where(Secret.environment_id == Environment.id).scalar_subquery()
+EnvironmentRow.secret_count = column_property(
+    select(func.count(SecretRow.id)).where(SecretRow.environment_id == EnvironmentRow.id).scalar_subquery()
 )

@@ -20,7 +20,7 @@ from api.environments import (
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
-from service.environments.models import Environment as EnvironmentRow
+from service.environments.models import EnvironmentRow
 from service.routing import Route
 
 router = APIRouter(route_class=Route, prefix="/environments", tags=["Environments and secrets"])
@@ -35,12 +35,7 @@ def set_secret(body: SetSecret, caller: Operator, session: DbSession, settings: 
     The value is never returned, here or anywhere else.
     """
     secret = service.set_secret(
-        session,
-        cipher=cipher_for(settings),
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        value=body.value,
-        environment_id=body.environment_id,
+        session, cipher=cipher_for(settings), org_id=caller.org_id_for(body.org_slug), request=body
     )
     return Secret.model_validate(secret)
 
@@ -71,14 +66,7 @@ def delete_secret(secret_id: str, org_slug: OrgSlugQuery, caller: Operator, sess
 
 @router.post("", response_model=Environment)
 def create_environment(body: CreateEnvironment, caller: Operator, session: DbSession) -> Environment:
-    environment = service.create_environment(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        description=body.description,
-        target=body.target,
-        webhook_url=body.webhook_url,
-    )
+    environment = service.create_environment(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Environment.model_validate(environment)
 
 
@@ -120,10 +108,7 @@ def update_environment(
 ) -> Environment:
     """Change any of name, description, target and webhookUrl."""
     environment = service.update_environment(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        environment_id=environment_id,
-        changes=body.model_dump(exclude={"org_slug"}, exclude_unset=True, by_alias=False),
+        session, org_id=caller.org_id_for(body.org_slug), environment_id=environment_id, request=body
     )
     return _one(session, environment)
 

@@ -13,70 +13,71 @@ from typing import Any
 from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
-from service.agents.models import Agent
+from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
+from service.agents.models import AgentRow
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
-from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentSigningKey
-from service.environments.models import Environment, Secret
+from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
+from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.patches import patched_fields
 
 
-def create_environment(
-    session: Session,
-    *,
-    org_id: str,
-    name: str,
-    description: str,
-    target: str,
-    webhook_url: str | None,
-) -> Environment:
-    _check_target(target, webhook_url)
-    environment = Environment(
-        org_id=org_id, name=name, description=description, target=target, webhook_url=webhook_url
+def create_environment(session: Session, *, org_id: str, request: CreateEnvironment) -> EnvironmentRow:
+    _check_target(request.target, request.webhook_url)
+    environment = EnvironmentRow(
+        org_id=org_id,
+        name=request.name,
+        description=request.description,
+        target=request.target,
+        webhook_url=request.webhook_url,
     )
     if not insert_unless_taken(session, environment):
-        raise _name_taken(name)
+        raise _name_taken(request.name)
     return environment
 
 
 def list_environments(
     session: Session, *, org_id: str, target: str | None, search: str | None, limit: int, offset: int
-) -> tuple[list[Environment], int]:
+) -> tuple[list[EnvironmentRow], int]:
     """One page of the organization's environments by name, and how many match in all."""
-    query = select(Environment).where(Environment.org_id == org_id)
+    query = select(EnvironmentRow).where(EnvironmentRow.org_id == org_id)
     if target:
-        query = query.where(Environment.target == target)
+        query = query.where(EnvironmentRow.target == target)
     if search:
         term = search.lower()
         query = query.where(
             or_(
-                func.lower(Environment.name).contains(term, autoescape=True),
-                func.lower(Environment.description).contains(term, autoescape=True),
+                func.lower(EnvironmentRow.name).contains(term, autoescape=True),
+                func.lower(EnvironmentRow.description).contains(term, autoescape=True),
             )
         )
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    page = session.scalars(query.order_by(Environment.name).limit(limit).offset(offset))
+    page = session.scalars(query.order_by(EnvironmentRow.name).limit(limit).offset(offset))
     return list(page), total
 
 
-def get_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+def get_environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
     environment = session.scalar(
-        select(Environment).where(Environment.id == environment_id, Environment.org_id == org_id)
+        select(EnvironmentRow).where(EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id)
     )
     if environment is None:
         raise NotFound(f"No environment '{environment_id}' in this organization", field="environmentId")
     return environment
 
 
-def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Environment | None:
-    return session.scalar(select(Environment).where(Environment.org_id == org_id, Environment.name == name))
+def find_environment_by_name(session: Session, *, org_id: str, name: str) -> EnvironmentRow | None:
+    return session.scalar(
+        select(EnvironmentRow).where(EnvironmentRow.org_id == org_id, EnvironmentRow.name == name)
+    )
 
 
 def update_environment(
-    session: Session, *, org_id: str, environment_id: str, changes: dict[str, Any]
-) -> Environment:
+    session: Session, *, org_id: str, environment_id: str, request: UpdateEnvironment
+) -> EnvironmentRow:
     """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    changes = patched_fields(request)
     target = changes.get("target", environment.target)
     if target == "builtin" and "webhook_url" not in changes:
         changes = {**changes, "webhook_url": None}
@@ -95,20 +96,23 @@ def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dic
     if not environment_ids:
         return {}
     newest = (
-        select(DeploymentJob.id)
-        .where(DeploymentJob.org_id == Environment.org_id, DeploymentJob.environment_id == Environment.id)
-        .order_by(DeploymentJob.created_at.desc(), DeploymentJob.id.desc())
+        select(DeploymentJobRow.id)
+        .where(
+            DeploymentJobRow.org_id == EnvironmentRow.org_id,
+            DeploymentJobRow.environment_id == EnvironmentRow.id,
+        )
+        .order_by(DeploymentJobRow.created_at.desc(), DeploymentJobRow.id.desc())
         .limit(1)
-        .correlate(Environment)
+        .correlate(EnvironmentRow)
         .scalar_subquery()
     )
     query = select(
-        DeploymentJob.id,
-        DeploymentJob.environment_id,
-        DeploymentJob.status,
-        DeploymentJob.created_at,
-        DeploymentJob.finished_at,
-    ).where(DeploymentJob.id.in_(select(newest).where(Environment.id.in_(environment_ids))))
+        DeploymentJobRow.id,
+        DeploymentJobRow.environment_id,
+        DeploymentJobRow.status,
+        DeploymentJobRow.created_at,
+        DeploymentJobRow.finished_at,
+    ).where(DeploymentJobRow.id.in_(select(newest).where(EnvironmentRow.id.in_(environment_ids))))
     return {row.environment_id: row for row in session.execute(query)}
 
 
@@ -116,20 +120,20 @@ def signing_key_dates(session: Session, *, environment_ids: Sequence[str]) -> di
     """When each environment that has a webhook signing key got it (by primary key: one seek each)."""
     if not environment_ids:
         return {}
-    key = DeploymentSigningKey
+    key = DeploymentSigningKeyRow
     query = select(key.environment_id, key.created_at).where(key.environment_id.in_(environment_ids))
     return {environment_id: created_at for environment_id, created_at in session.execute(query)}
 
 
-def delete_environment(session: Session, *, org_id: str, environment_id: str) -> Environment:
+def delete_environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
     """Delete an environment where no agent is deployed; its secrets, tool deployment records and
     jobs go with it (foreign keys)."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
     deployed = session.scalar(
         select(func.count())
-        .select_from(AgentDeployment)
-        .join(Agent, Agent.id == AgentDeployment.agent_id)
-        .where(AgentDeployment.environment_id == environment.id, Agent.archived_at.is_(None))
+        .select_from(AgentDeploymentRow)
+        .join(AgentRow, AgentRow.id == AgentDeploymentRow.agent_id)
+        .where(AgentDeploymentRow.environment_id == environment.id, AgentRow.archived_at.is_(None))
     )
     if deployed:
         agents = "1 agent is" if deployed == 1 else f"{deployed} agents are"
@@ -144,18 +148,17 @@ def delete_environment(session: Session, *, org_id: str, environment_id: str) ->
     return environment
 
 
-def set_secret(
-    session: Session, *, cipher: Cipher, org_id: str, name: str, value: str, environment_id: str | None
-) -> Secret:
+def set_secret(session: Session, *, cipher: Cipher, org_id: str, request: SetSecret) -> SecretRow:
     """Store a secret, or give an existing one (same name and scope) a new value and version."""
+    name, environment_id = request.name, request.environment_id
     if environment_id is not None and not _environment_exists(
         session, org_id=org_id, environment_id=environment_id
     ):
         raise InvalidInput(f"No environment '{environment_id}' in this organization", field="environmentId")
-    ciphertext = cipher.encrypt(value)
+    ciphertext = cipher.encrypt(request.value)
     existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
     if existing is None:
-        created = Secret(org_id=org_id, environment_id=environment_id, name=name, ciphertext=ciphertext)
+        created = SecretRow(org_id=org_id, environment_id=environment_id, name=name, ciphertext=ciphertext)
         if insert_unless_taken(session, created):
             return created
         # A concurrent request stored the first version meanwhile: this one becomes the next.
@@ -170,18 +173,18 @@ def set_secret(
 
 def list_secrets(
     session: Session, *, org_id: str, environment_id: str | None, limit: int, offset: int
-) -> tuple[list[Secret], int]:
+) -> tuple[list[SecretRow], int]:
     """Org-wide secrets first, then each environment's, by name; filtered to one environment if given."""
-    query = select(Secret).where(Secret.org_id == org_id)
+    query = select(SecretRow).where(SecretRow.org_id == org_id)
     if environment_id is not None:
-        query = query.where(Secret.environment_id == environment_id)
+        query = query.where(SecretRow.environment_id == environment_id)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    ordered = query.order_by(Secret.environment_id.is_not(None), Secret.environment_id, Secret.name)
+    ordered = query.order_by(SecretRow.environment_id.is_not(None), SecretRow.environment_id, SecretRow.name)
     return list(session.scalars(ordered.limit(limit).offset(offset))), total
 
 
-def delete_secret(session: Session, *, org_id: str, secret_id: str) -> Secret:
-    secret = session.scalar(select(Secret).where(Secret.id == secret_id, Secret.org_id == org_id))
+def delete_secret(session: Session, *, org_id: str, secret_id: str) -> SecretRow:
+    secret = session.scalar(select(SecretRow).where(SecretRow.id == secret_id, SecretRow.org_id == org_id))
     if secret is None:
         raise NotFound(f"No secret '{secret_id}' in this organization", field="secretId")
     session.delete(secret)
@@ -200,31 +203,37 @@ def decrypt_secret_values(
     wanted = set(names)
     if not wanted:
         return {}
-    scope = Secret.environment_id.is_(None)
+    scope = SecretRow.environment_id.is_(None)
     if environment_id is not None:
-        scope = or_(scope, Secret.environment_id == environment_id)
-    query = select(Secret).where(Secret.org_id == org_id, Secret.name.in_(wanted), scope)
+        scope = or_(scope, SecretRow.environment_id == environment_id)
+    query = select(SecretRow).where(SecretRow.org_id == org_id, SecretRow.name.in_(wanted), scope)
     # Org-wide rows first, so that an environment's own value overwrites them below.
-    rows = session.scalars(query.order_by(Secret.environment_id.is_not(None)))
+    rows = session.scalars(query.order_by(SecretRow.environment_id.is_not(None)))
     return {secret.name: cipher.decrypt(secret.ciphertext) for secret in rows}
 
 
 def rotate_secrets(session: Session, *, cipher: Cipher) -> int:
     """Re-encrypt every stored secret of every organization under the first configured key."""
-    return reencrypt_column(session, cipher=cipher, column=Secret.ciphertext)
+    return reencrypt_column(session, cipher=cipher, column=SecretRow.ciphertext)
 
 
-def _find_secret(session: Session, *, org_id: str, name: str, environment_id: str | None) -> Secret | None:
+def _find_secret(session: Session, *, org_id: str, name: str, environment_id: str | None) -> SecretRow | None:
     scope = (
-        Secret.environment_id.is_(None) if environment_id is None else Secret.environment_id == environment_id
+        SecretRow.environment_id.is_(None)
+        if environment_id is None
+        else SecretRow.environment_id == environment_id
     )
     # Locked until the transaction ends, so that concurrent rotations get consecutive versions.
-    query = select(Secret).where(Secret.org_id == org_id, Secret.name == name, scope).with_for_update()
+    query = (
+        select(SecretRow).where(SecretRow.org_id == org_id, SecretRow.name == name, scope).with_for_update()
+    )
     return session.scalar(query)
 
 
 def _environment_exists(session: Session, *, org_id: str, environment_id: str) -> bool:
-    query = select(Environment.id).where(Environment.id == environment_id, Environment.org_id == org_id)
+    query = select(EnvironmentRow.id).where(
+        EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id
+    )
     return session.scalar(query) is not None
 
 

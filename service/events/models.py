@@ -10,7 +10,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Event(Base):
+class EventRow(Base):
     """Something that happened in an organization. Written once, in the transaction that caused it.
 
     `fanned_out_at` stays empty until notifications has turned the event into deliveries: the

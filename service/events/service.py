@@ -7,13 +7,13 @@ from typing import Any
 from sqlalchemy.orm import Session
 
 from api.events import EVENT_TYPES
-from service.events.models import Event
+from service.events.models import EventRow
 
 
-def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> Event:
+def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> EventRow:
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
-    event = Event(org_id=org_id, type=type, payload=payload)
+    event = EventRow(org_id=org_id, type=type, payload=payload)
     session.add(event)
     session.flush()
     return event

@@ -5,13 +5,13 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, UniqueConstraint, and_, func, select
 from sqlalchemy.orm import Mapped, column_property, mapped_column, relationship
 
-from service.agents.models import Agent
+from service.agents.models import AgentRow
 from service.db import Base, UTCDateTime, utcnow
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.ids import new_id
 
 
-class Fleet(Base):
+class FleetRow(Base):
     """A named group of an organization's agents, and the environments they are meant to run in."""
 
     __tablename__ = "fleets"
@@ -24,28 +24,28 @@ class Fleet(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    environment_links: Mapped[list[FleetEnvironment]] = relationship(
+    environment_links: Mapped[list[FleetEnvironmentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin"
     )
     # Archived agents have left the catalogue, so they are not members any more.
-    agents: Mapped[list[Agent]] = relationship(
-        primaryjoin=lambda: and_(Agent.fleet_id == Fleet.id, Agent.archived_at.is_(None)),
+    agents: Mapped[list[AgentRow]] = relationship(
+        primaryjoin=lambda: and_(AgentRow.fleet_id == FleetRow.id, AgentRow.archived_at.is_(None)),
         viewonly=True,
-        order_by=lambda: Agent.stable_key,
+        order_by=lambda: AgentRow.stable_key,
     )
     agent_count: Mapped[int] = column_property(
-        select(func.count(Agent.id))
-        .where(Agent.fleet_id == id, Agent.archived_at.is_(None))
-        .correlate_except(Agent)
+        select(func.count(AgentRow.id))
+        .where(AgentRow.fleet_id == id, AgentRow.archived_at.is_(None))
+        .correlate_except(AgentRow)
         .scalar_subquery()
     )
 
     @property
-    def environments(self) -> list[Environment]:
+    def environments(self) -> list[EnvironmentRow]:
         return sorted((link.environment for link in self.environment_links), key=lambda env: env.name)
 
 
-class FleetEnvironment(Base):
+class FleetEnvironmentRow(Base):
     """An environment a fleet targets."""
 
     __tablename__ = "fleet_environments"
@@ -55,4 +55,4 @@ class FleetEnvironment(Base):
         ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True, index=True
     )
 
-    environment: Mapped[Environment] = relationship(lazy="selectin")
+    environment: Mapped[EnvironmentRow] = relationship(lazy="selectin")

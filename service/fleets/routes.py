@@ -18,13 +18,7 @@ FLEET = "/{fleetId}"
 @router.post("", response_model=FleetDetail)
 def create_fleet(body: CreateFleet, caller: Operator, session: DbSession) -> FleetDetail:
     """Create a fleet; agents join it through their `fleetId`."""
-    fleet = service.create_fleet(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        description=body.description,
-        environment_ids=body.environment_ids,
-    )
+    fleet = service.create_fleet(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return FleetDetail.model_validate(fleet)
 
 
@@ -60,10 +54,7 @@ def update_fleet(
 ) -> FleetDetail:
     """Rename, describe, or replace the set of environments; only the fields sent change."""
     fleet = service.update_fleet(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        fleet_id=fleet_id,
-        changes=body.model_dump(exclude_unset=True, exclude={"org_slug"}, by_alias=False),
+        session, org_id=caller.org_id_for(body.org_slug), fleet_id=fleet_id, request=body
     )
     return FleetDetail.model_validate(fleet)
 

@@ -9,7 +9,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Policy(Base):
+class PolicyRow(Base):
     """A governance rule of an organization; its content as of now (earlier ones are its versions)."""
 
     __tablename__ = "governance_policies"
@@ -30,12 +30,12 @@ class Policy(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    versions: Mapped[list[PolicyVersion]] = relationship(
-        order_by="PolicyVersion.version.desc()", cascade="all, delete-orphan", passive_deletes=True
+    versions: Mapped[list[PolicyVersionRow]] = relationship(
+        order_by="PolicyVersionRow.version.desc()", cascade="all, delete-orphan", passive_deletes=True
     )
 
 
-class PolicyVersion(Base):
+class PolicyVersionRow(Base):
     """The content of a policy at one version; never changed once written."""
 
     __tablename__ = "governance_policy_versions"

@@ -28,7 +28,7 @@ from service.governance.drafting import (
     restated,
     title_of,
 )
-from service.governance.models import Policy, PolicyVersion
+from service.governance.models import PolicyRow, PolicyVersionRow
 from service.providers import service as providers
 from service.providers.adapters import Completion, ModelEndpoint, complete
 from service.providers.system_models import BUILTIN_KIND, configured_system_models
@@ -97,10 +97,10 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
     )
 
 
-def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> Policy:
+def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> PolicyRow:
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
-    policy = Policy(
+    policy = PolicyRow(
         org_id=org_id,
         name=request.name,
         description=request.description,
@@ -125,34 +125,34 @@ def list_policies(
     search: str | None,
     limit: int,
     offset: int,
-) -> tuple[list[Policy], int]:
+) -> tuple[list[PolicyRow], int]:
     """One page of the organization's policies, newest first, and how many match in all; `search`
     keeps those whose name holds it, in any case."""
-    conditions = [Policy.org_id == org_id]
+    conditions = [PolicyRow.org_id == org_id]
     if category is not None:
-        conditions.append(Policy.category == category)
+        conditions.append(PolicyRow.category == category)
     if severity is not None:
-        conditions.append(Policy.severity == severity)
+        conditions.append(PolicyRow.severity == severity)
     if search:
-        conditions.append(func.lower(Policy.name).contains(search.lower(), autoescape=True))
-    total = session.scalar(select(func.count()).select_from(Policy).where(*conditions)) or 0
-    query = select(Policy).where(*conditions).order_by(Policy.created_at.desc(), Policy.id.desc())
+        conditions.append(func.lower(PolicyRow.name).contains(search.lower(), autoescape=True))
+    total = session.scalar(select(func.count()).select_from(PolicyRow).where(*conditions)) or 0
+    query = select(PolicyRow).where(*conditions).order_by(PolicyRow.created_at.desc(), PolicyRow.id.desc())
     return list(session.scalars(query.limit(limit).offset(offset))), total
 
 
-def get_policy(session: Session, *, org_id: str, policy_id: str) -> Policy:
+def get_policy(session: Session, *, org_id: str, policy_id: str) -> PolicyRow:
     """The organization's policy with its versions; another organization's is not found."""
     policy = session.scalar(
-        select(Policy)
-        .where(Policy.id == policy_id, Policy.org_id == org_id)
-        .options(selectinload(Policy.versions))
+        select(PolicyRow)
+        .where(PolicyRow.id == policy_id, PolicyRow.org_id == org_id)
+        .options(selectinload(PolicyRow.versions))
     )
     if policy is None:
         raise NotFound(f"No policy '{policy_id}' in this organization", field="policyId")
     return policy
 
 
-def update_policy(session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy) -> Policy:
+def update_policy(session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy) -> PolicyRow:
     """Apply the given fields; a change of content becomes a new version, the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     changes = {
@@ -177,7 +177,7 @@ def update_policy(session: Session, *, org_id: str, policy_id: str, request: Upd
     return policy
 
 
-def delete_policy(session: Session, *, org_id: str, policy_id: str) -> Policy:
+def delete_policy(session: Session, *, org_id: str, policy_id: str) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     session.delete(policy)
     session.flush()
@@ -250,13 +250,13 @@ def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Set
     )
 
 
-def _snapshot(policy: Policy) -> PolicyVersion:
-    return PolicyVersion(
+def _snapshot(policy: PolicyRow) -> PolicyVersionRow:
+    return PolicyVersionRow(
         version=policy.version, **{field: getattr(policy, field) for field in VERSIONED_FIELDS}
     )
 
 
 def _refuse_duplicate_name(session: Session, *, org_id: str, name: str) -> None:
-    taken = session.scalar(select(Policy.id).where(Policy.org_id == org_id, Policy.name == name))
+    taken = session.scalar(select(PolicyRow.id).where(PolicyRow.org_id == org_id, PolicyRow.name == name))
     if taken is not None:
         raise AlreadyExists(f"A policy named '{name}' already exists", field="name")

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 from service.db import Base, UTCDateTime, utcnow
 
 
-class IdempotencyKey(Base):
+class IdempotencyKeyRow(Base):
     """One `Idempotency-Key` of an organization: the request it was first used for, and its answer.
 
     `state` is `running` while a request holds the key (until `locked_until`), `committed` once that

@@ -20,7 +20,7 @@ from sqlalchemy.orm import Session
 from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
 from service.db import Database, insert_unless_taken, utcnow
 from service.errors import ServiceError
-from service.idempotency.models import IdempotencyKey
+from service.idempotency.models import IdempotencyKeyRow
 from service.settings import Settings
 
 HEADER = "Idempotency-Key"
@@ -77,14 +77,14 @@ def claim_key(
 ) -> Claim | StoredAnswer:
     """Hold `key` for a new request, or return the answer it already has; 400/409 when it cannot be used."""
     now = utcnow()
-    row = session.get(IdempotencyKey, (org_id, key), with_for_update=True)
+    row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True)
     if row is None:
-        row = IdempotencyKey(org_id=org_id, key=key, state="running", created_at=now)
+        row = IdempotencyKeyRow(org_id=org_id, key=key, state="running", created_at=now)
         _hold(row, fingerprint=fingerprint, method=method, path=path)
         if insert_unless_taken(session, row):
             return Claim(org_id, key, row.claim)
         # A concurrent request inserted it first; decide against its row.
-        row = session.get(IdempotencyKey, (org_id, key), with_for_update=True, populate_existing=True)
+        row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True, populate_existing=True)
         assert row is not None
     if row.created_at <= now - KEY_LIFETIME:
         row.created_at = now
@@ -113,7 +113,7 @@ def claim_key(
     return Claim(org_id, key, row.claim)
 
 
-def _stored_answer(row: IdempotencyKey, cipher: Cipher) -> StoredAnswer:
+def _stored_answer(row: IdempotencyKeyRow, cipher: Cipher) -> StoredAnswer:
     assert row.status_code is not None and row.response_body_encrypted is not None
     try:
         body = cipher.decrypt(row.response_body_encrypted).encode("latin-1")
@@ -127,7 +127,7 @@ def _stored_answer(row: IdempotencyKey, cipher: Cipher) -> StoredAnswer:
     return StoredAnswer(row.status_code, headers, body)
 
 
-def _hold(row: IdempotencyKey, *, fingerprint: str, method: str, path: str) -> None:
+def _hold(row: IdempotencyKeyRow, *, fingerprint: str, method: str, path: str) -> None:
     row.fingerprint, row.method, row.path = fingerprint, method, path
     row.state, row.claim, row.locked_until = "running", secrets.token_hex(16), utcnow() + LEASE
     row.status_code = row.response_headers = row.response_body_encrypted = None
@@ -136,12 +136,12 @@ def _hold(row: IdempotencyKey, *, fingerprint: str, method: str, path: str) -> N
 def mark_committed(session: Session, claim: Claim) -> None:
     """In the request's own transaction: its work and the key's `committed` state commit together."""
     marked = session.execute(
-        update(IdempotencyKey)
+        update(IdempotencyKeyRow)
         .where(
-            IdempotencyKey.org_id == claim.org_id,
-            IdempotencyKey.key == claim.key,
-            IdempotencyKey.claim == claim.token,
-            IdempotencyKey.state == "running",
+            IdempotencyKeyRow.org_id == claim.org_id,
+            IdempotencyKeyRow.key == claim.key,
+            IdempotencyKeyRow.claim == claim.token,
+            IdempotencyKeyRow.state == "running",
         )
         .values(state="committed")
     )
@@ -154,7 +154,7 @@ def mark_committed(session: Session, claim: Claim) -> None:
 
 def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher) -> None:
     """Store the request's answer for replay; a 5xx whose work did not commit frees the key instead."""
-    row = session.get(IdempotencyKey, (claim.org_id, claim.key), with_for_update=True)
+    row = session.get(IdempotencyKeyRow, (claim.org_id, claim.key), with_for_update=True)
     if row is None or row.claim != claim.token:
         return
     if answer.status >= 500 and row.state == "running":
@@ -169,11 +169,11 @@ def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher)
 def release(session: Session, claim: Claim) -> None:
     """Free a key whose request failed before answering (its transaction rolled back)."""
     session.execute(
-        delete(IdempotencyKey).where(
-            IdempotencyKey.org_id == claim.org_id,
-            IdempotencyKey.key == claim.key,
-            IdempotencyKey.claim == claim.token,
-            IdempotencyKey.state == "running",
+        delete(IdempotencyKeyRow).where(
+            IdempotencyKeyRow.org_id == claim.org_id,
+            IdempotencyKeyRow.key == claim.key,
+            IdempotencyKeyRow.claim == claim.token,
+            IdempotencyKeyRow.state == "running",
         )
     )
 
@@ -184,25 +184,25 @@ def rotate_answers(session: Session, *, cipher: Cipher) -> int:
     Like `reencrypt_column`, for a table keyed by (organization, key): each row is rewritten only if
     it still holds the ciphertext read.
     """
-    row_key = tuple_(IdempotencyKey.org_id, IdempotencyKey.key)
+    row_key = tuple_(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key)
     rewritten = 0
     last: tuple[str, str] = ("", "")
     while True:
         batch = session.execute(
-            select(IdempotencyKey.org_id, IdempotencyKey.key, IdempotencyKey.response_body_encrypted)
-            .where(row_key > last, IdempotencyKey.response_body_encrypted.is_not(None))
-            .order_by(IdempotencyKey.org_id, IdempotencyKey.key)
+            select(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key, IdempotencyKeyRow.response_body_encrypted)
+            .where(row_key > last, IdempotencyKeyRow.response_body_encrypted.is_not(None))
+            .order_by(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key)
             .limit(REENCRYPT_BATCH)
         ).all()
         if not batch:
             return rewritten
         for org_id, key, token in batch:
             result = session.execute(
-                update(IdempotencyKey)
+                update(IdempotencyKeyRow)
                 .where(
-                    IdempotencyKey.org_id == org_id,
-                    IdempotencyKey.key == key,
-                    IdempotencyKey.response_body_encrypted == token,
+                    IdempotencyKeyRow.org_id == org_id,
+                    IdempotencyKeyRow.key == key,
+                    IdempotencyKeyRow.response_body_encrypted == token,
                 )
                 .values(response_body_encrypted=cipher.rotate(token))
                 .execution_options(synchronize_session=False)
@@ -213,11 +213,11 @@ def rotate_answers(session: Session, *, cipher: Cipher) -> int:
 
 def expire_keys(db: Database, _settings: Settings) -> bool:
     """Worker task: delete keys older than their lifetime (they would be treated as new anyway)."""
-    expired = IdempotencyKey.created_at <= utcnow() - KEY_LIFETIME
+    expired = IdempotencyKeyRow.created_at <= utcnow() - KEY_LIFETIME
     # A read first: an idle worker must not take SQLite's write lock every round.
     with db.session() as session:
-        if session.scalar(select(IdempotencyKey.key).where(expired).limit(1)) is None:
+        if session.scalar(select(IdempotencyKeyRow.key).where(expired).limit(1)) is None:
             return False
     with db.session(write=True) as session:
-        session.execute(delete(IdempotencyKey).where(expired))
+        session.execute(delete(IdempotencyKeyRow).where(expired))
     return False

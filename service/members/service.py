@@ -6,7 +6,7 @@ from sqlalchemy import select, update
 from sqlalchemy.orm import Session
 
 from api.members import CreateMember, UpdateMember
-from service.api_keys.models import ApiKey
+from service.api_keys.models import ApiKeyRow
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.members.models import MemberRow
@@ -63,8 +63,8 @@ def deactivate_member(session: Session, *, org_id: str, member_id: str) -> Membe
     now = utcnow()
     member.deactivated_at = now
     session.execute(
-        update(ApiKey)
-        .where(ApiKey.member_id == member.id, ApiKey.revoked_at.is_(None))
+        update(ApiKeyRow)
+        .where(ApiKeyRow.member_id == member.id, ApiKeyRow.revoked_at.is_(None))
         .values(revoked_at=now)
     )
     session.flush()

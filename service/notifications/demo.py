@@ -25,10 +25,10 @@ from service.agents.demo import DEMO_AGENTS
 from service.crypto import Cipher
 from service.db import Base, Database, utcnow
 from service.environments.demo import DEMO_ENVIRONMENTS
-from service.events.models import Event
+from service.events.models import EventRow
 from service.ids import new_id
 from service.notifications.messages import JSON, USER_AGENT, Message, webhook_json
-from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
+from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
 from service.orgs.service import get_org
 from service.webhooks import signature_headers
 
@@ -146,7 +146,7 @@ class History:
 
     org_id: str
     org_slug: str
-    channels: dict[str, Channel]
+    channels: dict[str, ChannelRow]
     cipher: Cipher
     retry_schedule: list[float]
     outage: tuple[datetime, datetime]
@@ -163,7 +163,9 @@ def seed_delivery_history(
         now = utcnow()
         if org is None or _has_history(session, org_id=org.id, before=now - timedelta(days=1)):
             return
-        query = select(Channel).where(Channel.org_id == org.id, Channel.name.in_(list(DEMO_CHANNELS)))
+        query = select(ChannelRow).where(
+            ChannelRow.org_id == org.id, ChannelRow.name.in_(list(DEMO_CHANNELS))
+        )
         channels = {channel.name: channel for channel in session.scalars(query)}
         if not channels:
             return
@@ -189,15 +191,17 @@ def seed_delivery_history(
 def _has_history(session: Session, *, org_id: str, before: datetime) -> bool:
     """Whether the log goes back further than `before`, which only a written history does."""
     # The worker stamps every attempt with the present, so it can never have written these rows.
-    query = select(DeliveryLog.id).where(DeliveryLog.org_id == org_id, DeliveryLog.created_at < before)
+    query = select(DeliveryLogRow.id).where(
+        DeliveryLogRow.org_id == org_id, DeliveryLogRow.created_at < before
+    )
     return session.scalar(query.limit(1)) is not None
 
 
-def _backdate(session: Session, channels: list[Channel], moment: datetime) -> None:
+def _backdate(session: Session, channels: list[ChannelRow], moment: datetime) -> None:
     """The channels and their subscriptions were made before the deliveries they received."""
     for channel in channels:
         channel.created_at = min(channel.created_at, moment)
-    query = select(Subscription).where(Subscription.channel_id.in_([c.id for c in channels]))
+    query = select(SubscriptionRow).where(SubscriptionRow.channel_id.in_([c.id for c in channels]))
     for subscription in session.scalars(query):
         subscription.created_at = subscription.updated_at = min(subscription.created_at, moment)
 
@@ -242,7 +246,7 @@ def _event(history: History, event_type: str, at: datetime, payload: dict[str, A
     """The event, already fanned out, and its delivery to each demo channel subscribed to it."""
     # Ids given here, not at flush: the deliveries and log rows name them before anything is written.
     # Dated like the rows, so that ids sort by time as the service's own do.
-    event = Event(
+    event = EventRow(
         id=new_id("evt", at=at),
         org_id=history.org_id,
         type=event_type,
@@ -256,10 +260,10 @@ def _event(history: History, event_type: str, at: datetime, payload: dict[str, A
             _delivery(history, event, channel)
 
 
-def _delivery(history: History, event: Event, channel: Channel) -> None:
+def _delivery(history: History, event: EventRow, channel: ChannelRow) -> None:
     """Attempts on the retry schedule until one gets through or the schedule is spent."""
     rng = history.rng
-    delivery = Delivery(
+    delivery = DeliveryRow(
         id=new_id("msg", at=event.occurred_at),
         org_id=history.org_id,
         event_id=event.id,
@@ -278,7 +282,7 @@ def _delivery(history: History, event: Event, channel: Channel) -> None:
             next_at = at + timedelta(seconds=history.retry_schedule[attempt] * rng.uniform(0.9, 1.1))
         response_status, error = failure or (200, None)
         history.rows.append(
-            DeliveryLog(
+            DeliveryLogRow(
                 id=new_id("log", at=at),
                 org_id=history.org_id,
                 delivery_id=delivery.id,
@@ -306,7 +310,7 @@ def _delivery(history: History, event: Event, channel: Channel) -> None:
 
 
 def _request_headers(
-    history: History, delivery_id: str, event: Event, channel: Channel, at: datetime
+    history: History, delivery_id: str, event: EventRow, channel: ChannelRow, at: datetime
 ) -> dict[str, str]:
     """The headers the attempt was sent with: a webhook's signed with the channel's own secret."""
     headers = {"Content-Type": JSON, "User-Agent": USER_AGENT}
@@ -340,7 +344,7 @@ def _answer(status: int | None, error: str | None) -> dict[str, Any]:
 
 
 def _failure(
-    history: History, channel: Channel, at: datetime, *, first: bool
+    history: History, channel: ChannelRow, at: datetime, *, first: bool
 ) -> tuple[int | None, str] | None:
     """Why an attempt at `at` failed, or None when it got through."""
     start, end = history.outage

@@ -10,7 +10,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Channel(Base):
+class ChannelRow(Base):
     """Where notifications go. `secret_encrypted` holds the webhook signing secret or the Slack URL.
 
     After a rotation the webhook's previous secret signs too, until `previous_secret_expires_at`.
@@ -37,7 +37,7 @@ class Channel(Base):
         return "disabled" if self.disabled_at else "active"
 
 
-class Subscription(Base):
+class SubscriptionRow(Base):
     __tablename__ = "notification_subscriptions"
     __table_args__ = (
         UniqueConstraint(
@@ -55,7 +55,7 @@ class Subscription(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class Delivery(Base):
+class DeliveryRow(Base):
     """One event on its way to one channel. Its id is the `webhook-id`, the same on every attempt.
 
     `pending` (not tried yet, or queued again by a resend or a recovery) and `failed` (its last
@@ -107,7 +107,7 @@ class Delivery(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DeliveryLog(Base):
+class DeliveryLogRow(Base):
     """One delivery attempt. Plain ids, no foreign keys: the log outlives its channel.
 
     What went out and what came back: the request's headers (no secret is ever in them), the
@@ -151,7 +151,7 @@ class DeliveryLog(Base):
     response_body: Mapped[str | None] = mapped_column(Text)
 
 
-class DeliveryLogCount(Base):
+class DeliveryLogCountRow(Base):
     """How many attempts an organization's log holds per UTC hour, channel, event type and outcome.
 
     The `total` of a log query is summed from these rows for the whole hours it covers, instead of

@@ -1,5 +1,5 @@
-"""The delivery queue in the database: events fanned out into deliveries, due deliveries claimed
-under a lease, and each attempt's outcome recorded with the delivery's next state.
+"""The delivery queue in the database: events fanned out into deliveries, and due deliveries
+claimed under a lease (each attempt's outcome is recorded by outcomes.py).
 
 Plain functions over a Session; the sender runs them, several at a time, in one short transaction.
 Their statements are built once and run on the session's connection with bound values: at a
@@ -14,30 +14,24 @@ attempt as failed, saying its outcome is unknown, then sends it again. At least 
 from __future__ import annotations
 
 import functools
-import random
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Row, Select, bindparam, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
-from api.common import format_timestamp
 from service.crypto import Cipher, DecryptionFailed
-from service.events.models import Event
+from service.events.models import EventRow
 from service.ids import new_id
+from service.notifications.logs import instant
 from service.notifications.messages import Message
-from service.notifications.models import Channel, Delivery, DeliveryLog, Subscription
-from service.notifications.service import disable_channel, instant
-from service.orgs.models import Organization
+from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
+from service.orgs.models import OrganizationRow
 from service.settings import Settings
 
 FAN_OUT_BATCH = 500
-# A receiver asking for more than a day is answered on the schedule's terms instead.
-MAX_RETRY_AFTER_SECONDS = 24 * 3600
-JITTER = 0.1
-ERROR_MAX_CHARS = 300
 DUE_STATUSES = ("pending", "failed")
 STOPPED = (
     "The worker stopped before this attempt's outcome was recorded, so whether it reached the "
@@ -67,39 +61,13 @@ class Claim:
     unsendable: str | None = None
 
 
-@dataclass(frozen=True)
-class Outcome:
-    """What one attempt got: an answer (any status), or an error before or instead of one."""
-
-    delivered: bool
-    response_status: int | None = None
-    latency_ms: int | None = None
-    error: str | None = None
-    retry_after: float | None = None
-    gone: bool = False
-    # The address is one the service will not call: retrying cannot help.
-    refused: bool = False
-    # No answer at all: the receiver could not be reached or did not answer in time.
-    unanswered: bool = False
-    request_headers: Mapping[str, str] = field(default_factory=dict)
-    response_headers: Mapping[str, str] = field(default_factory=dict)
-    response_body: str | None = None
-
-
-@dataclass(frozen=True)
-class Attempt:
-    claim: Claim
-    outcome: Outcome
-    at: datetime
-
-
 # -- fan-out ------------------------------------------------------------------------------------
 
 
-EVENTS = Event.__table__
-DELIVERIES = Delivery.__table__
-LOGS = DeliveryLog.__table__
-CHANNELS = Channel.__table__
+EVENTS = EventRow.__table__
+DELIVERIES = DeliveryRow.__table__
+LOGS = DeliveryLogRow.__table__
+CHANNELS = ChannelRow.__table__
 NEW_EVENT = select(literal(1)).where(EVENTS.c.fanned_out_at.is_(None)).limit(1)
 NEW_EVENTS = (
     select(EVENTS.c.id, EVENTS.c.org_id, EVENTS.c.type)
@@ -109,12 +77,14 @@ NEW_EVENTS = (
     .with_for_update(skip_locked=True)
 )
 SUBSCRIBED = (
-    select(Subscription.org_id, Subscription.event_type, Subscription.channel_id, Channel.disabled_at)
-    .join(Channel, Channel.id == Subscription.channel_id)
+    select(
+        SubscriptionRow.org_id, SubscriptionRow.event_type, SubscriptionRow.channel_id, ChannelRow.disabled_at
+    )
+    .join(ChannelRow, ChannelRow.id == SubscriptionRow.channel_id)
     .where(
-        Subscription.enabled.is_(True),
-        Subscription.org_id.in_(bindparam("org_ids", expanding=True)),
-        Subscription.event_type.in_(bindparam("types", expanding=True)),
+        SubscriptionRow.enabled.is_(True),
+        SubscriptionRow.org_id.in_(bindparam("org_ids", expanding=True)),
+        SubscriptionRow.event_type.in_(bindparam("types", expanding=True)),
     )
 )
 FANNED_OUT = (
@@ -169,23 +139,23 @@ def fan_out(session: Session, *, now: datetime) -> int:
 # -- claims -------------------------------------------------------------------------------------
 
 _CLAIM_COLUMNS = (
-    Delivery.id,
-    Delivery.org_id,
-    Delivery.attempts,
-    Delivery.schedule_from,
-    Delivery.lease_token,
-    Event.id.label("event_id"),
-    Event.type.label("event_type"),
-    Event.occurred_at,
-    Event.payload,
-    Channel.id.label("channel_id"),
-    Channel.name.label("channel_name"),
-    Channel.kind.label("channel_kind"),
-    Channel.config.label("channel_config"),
-    Channel.secret_encrypted,
-    Channel.previous_secret_encrypted,
-    Channel.previous_secret_expires_at,
-    Organization.slug.label("org_slug"),
+    DeliveryRow.id,
+    DeliveryRow.org_id,
+    DeliveryRow.attempts,
+    DeliveryRow.schedule_from,
+    DeliveryRow.lease_token,
+    EventRow.id.label("event_id"),
+    EventRow.type.label("event_type"),
+    EventRow.occurred_at,
+    EventRow.payload,
+    ChannelRow.id.label("channel_id"),
+    ChannelRow.name.label("channel_name"),
+    ChannelRow.kind.label("channel_kind"),
+    ChannelRow.config.label("channel_config"),
+    ChannelRow.secret_encrypted,
+    ChannelRow.previous_secret_encrypted,
+    ChannelRow.previous_secret_expires_at,
+    OrganizationRow.slug.label("org_slug"),
 )
 
 
@@ -219,16 +189,16 @@ def _candidates(status: str) -> Select[Any]:
 
 CLAIMED = (
     select(*_CLAIM_COLUMNS)
-    .join(Event, Event.id == Delivery.event_id)
-    .join(Channel, Channel.id == Delivery.channel_id)
-    .join(Organization, Organization.id == Delivery.org_id)
+    .join(EventRow, EventRow.id == DeliveryRow.event_id)
+    .join(ChannelRow, ChannelRow.id == DeliveryRow.channel_id)
+    .join(OrganizationRow, OrganizationRow.id == DeliveryRow.org_id)
     .where(
-        Delivery.id.in_(bindparam("ids", expanding=True)),
-        Delivery.status.in_(DUE_STATUSES),
-        or_(Delivery.lease_expires_at.is_(None), Delivery.lease_expires_at < instant("now")),
+        DeliveryRow.id.in_(bindparam("ids", expanding=True)),
+        DeliveryRow.status.in_(DUE_STATUSES),
+        or_(DeliveryRow.lease_expires_at.is_(None), DeliveryRow.lease_expires_at < instant("now")),
     )
     # Another worker may have claimed some since they were read: those are skipped.
-    .with_for_update(of=Delivery, skip_locked=True)
+    .with_for_update(of=DeliveryRow, skip_locked=True)
 )
 
 
@@ -343,10 +313,10 @@ def _log_cut_short(session: Session, settings: Settings, rows: list[Row[Any]], n
             }
         )
         logs.append(
-            _log_row(row, event_type=row.event_type, attempt=attempt, status=status, at=now, error=STOPPED)
+            log_row(row, event_type=row.event_type, attempt=attempt, status=status, at=now, error=STOPPED)
             | {"delivery_id": row.id, "event_id": row.event_id, "next_attempt_at": None if spent else now}
         )
-    _update_deliveries(session, updates)
+    update_deliveries(session, updates)
     session.connection().execute(insert(LOGS), logs)
     return dead
 
@@ -397,91 +367,7 @@ def release(session: Session, claims: Iterable[Claim]) -> None:
         session.connection().execute(RELEASED, rows)
 
 
-# -- outcomes -----------------------------------------------------------------------------------
-
-
-CURRENT = (
-    select(DELIVERIES.c.id, DELIVERIES.c.lease_token, CHANNELS.c.disabled_at)
-    .join(CHANNELS, CHANNELS.c.id == DELIVERIES.c.channel_id)
-    .where(DELIVERIES.c.id.in_(bindparam("ids", expanding=True)))
-    .with_for_update(of=DELIVERIES)
-)
-
-
-def record(session: Session, settings: Settings, attempts: list[Attempt]) -> None:
-    """Log each attempt and move its delivery on, for the deliveries whose lease is still ours.
-
-    A failed attempt to a channel disabled meanwhile leaves its delivery `held`; a 410 Gone makes
-    it dead and disables the channel, holding the channel's other deliveries.
-    """
-    if not attempts:
-        return
-    connection = session.connection()
-    ids = [done.claim.delivery_id for done in attempts]
-    current = {
-        row.id: (row.lease_token, row.disabled_at is not None)
-        for row in connection.execute(CURRENT, {"ids": ids})
-    }
-    updates, logs = [], []
-    gone: dict[str, datetime] = {}
-    for done in attempts:
-        claim, outcome = done.claim, done.outcome
-        lease_token, channel_disabled = current.get(claim.delivery_id, (None, False))
-        if lease_token != claim.lease_token:
-            continue  # the lease expired and another worker took over, or the channel was deleted
-        status, next_attempt_at = _next_state(settings, claim, outcome, done.at)
-        delivery_status = status
-        if status == "failed" and channel_disabled:
-            delivery_status, next_attempt_at = "held", None
-        if outcome.gone:
-            gone[claim.channel_id] = done.at
-        error = outcome.error[:ERROR_MAX_CHARS] if outcome.error else None
-        updates.append(
-            {
-                "row_id": claim.delivery_id,
-                "attempts": claim.attempt,
-                "status": delivery_status,
-                "next_attempt_at": next_attempt_at,
-                "last_attempt_at": done.at,
-                "last_response_status": outcome.response_status,
-                "last_error": error,
-            }
-        )
-        message = claim.message
-        logs.append(
-            _log_row(
-                claim,
-                event_type=message.event_type,
-                attempt=claim.attempt,
-                status=status,
-                at=done.at,
-                error=error,
-            )
-            | {
-                "delivery_id": claim.delivery_id,
-                "event_id": message.event_id,
-                "next_attempt_at": next_attempt_at,
-                "response_status": outcome.response_status,
-                "latency_ms": outcome.latency_ms,
-                "request_headers": dict(outcome.request_headers),
-                "response_headers": dict(outcome.response_headers) if outcome.response_status else None,
-                "response_body": outcome.response_body,
-            }
-        )
-    _update_deliveries(session, updates)
-    if logs:
-        connection.execute(insert(LOGS), logs)
-    for channel_id, at in gone.items():
-        disable_channel(
-            session,
-            channel_id=channel_id,
-            now=at,
-            reason=f"The endpoint answered 410 Gone on {format_timestamp(at)}; give the channel the "
-            "endpoint's new address and enable it again",
-        )
-
-
-def _log_row(
+def log_row(
     channel: Any, *, event_type: str, attempt: int, status: str, at: datetime, error: str | None
 ) -> dict[str, Any]:
     """A log row with no answer in it; `channel` carries the org, the channel's id, name and kind."""
@@ -517,23 +403,8 @@ MOVED_ON = (
 )
 
 
-def _update_deliveries(session: Session, updates: list[dict[str, Any]]) -> None:
+def update_deliveries(session: Session, updates: list[dict[str, Any]]) -> None:
     """Set each delivery's state to its row's, releasing its lease, in one statement for every row."""
     if updates:
         rows = [{"row_id": row["row_id"], **{f"new_{name}": row[name] for name in _MOVED}} for row in updates]
         session.connection().execute(MOVED_ON, rows)
-
-
-def _next_state(
-    settings: Settings, claim: Claim, outcome: Outcome, now: datetime
-) -> tuple[str, datetime | None]:
-    """The attempt's log status (`sent`, `failed`, `dead`) and when the next attempt is due."""
-    if outcome.delivered:
-        return "sent", None
-    schedule = settings.notification_retry_schedule
-    if outcome.gone or outcome.refused or claim.attempt - claim.schedule_from >= len(schedule):
-        return "dead", None
-    delay = schedule[claim.attempt - claim.schedule_from] * random.uniform(1 - JITTER, 1 + JITTER)
-    if outcome.retry_after is not None:
-        delay = max(delay, min(outcome.retry_after, MAX_RETRY_AFTER_SECONDS))
-    return "failed", now + timedelta(seconds=delay)

@@ -27,7 +27,7 @@ from api.notifications import (
 )
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
-from service.notifications import service
+from service.notifications import deliveries, logs, service
 from service.notifications.query import (
     DELIVERIES_QUERY_OPENAPI,
     DELIVERY_SCALARS,
@@ -35,7 +35,7 @@ from service.notifications.query import (
     SCALARS,
 )
 from service.query import parse_query
-from service.responses import rendered_json
+from service.responses import rendered_json, splice_json
 from service.routing import Route
 
 router = APIRouter(route_class=Route, prefix="/notifications", tags=["Notifications"])
@@ -47,12 +47,7 @@ def create_channel(
 ) -> CreatedChannel:
     """Create a channel. A webhook channel's `whsec_` signing secret is in this answer only."""
     created = service.create_channel(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        kind=body.kind,
-        config=body.config,
-        cipher=cipher_for(settings),
+        session, org_id=caller.org_id_for(body.org_slug), request=body, cipher=cipher_for(settings)
     )
     shown = Channel.model_validate(created.record).model_dump()
     return CreatedChannel.model_validate({**shown, "signing_secret": created.signing_secret})
@@ -75,7 +70,7 @@ def update_channel(
         session,
         org_id=caller.org_id_for(body.org_slug),
         channel_id=channel_id,
-        changes=body,
+        request=body,
         actor=f"key '{caller.key_name}'",
         cipher=cipher_for(settings),
     )
@@ -103,12 +98,8 @@ def rotate_secret(
 @router.post("/channels/{channel_id}/recover", response_model=Recovered)
 def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: DbSession) -> Recovered:
     """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
-    count = service.recover(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=channel_id,
-        since=body.since,
-        until=body.until,
+    count = deliveries.recover(
+        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
     )
     return Recovered(channel_id=channel_id, since=body.since, until=body.until, recovered=count)
 
@@ -124,16 +115,16 @@ def delete_channel(channel_id: str, org_slug: OrgSlugQuery, caller: Operator, se
 def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, session: DbSession) -> Delivery:
     """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
     delivery = service.send_test(
-        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, event_type=body.event_type
+        session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
     )
-    return service.delivery_record(session, delivery)
+    return deliveries.delivery_record(session, delivery)
 
 
 @router.get("/deliveries", response_model=Page[Delivery], openapi_extra=DELIVERIES_QUERY_OPENAPI)
 def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Page[Delivery]:
     """Deliveries (one per event and channel), newest first; `total` counts every match."""
     query = parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
-    page = service.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    page = deliveries.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
     return Page[Delivery](
         items=page.items,
         limit=query.pagination.limit,
@@ -149,7 +140,7 @@ def get_delivery(
 ) -> DeliveryDetail:
     """A delivery with its event, the body every attempt sends, and each attempt: the request's
     headers (never a secret), the answer's status, headers and first 4 KiB, latency and error."""
-    return service.get_delivery(
+    return deliveries.get_delivery(
         session, org_id=caller.org_id_for(org_slug), delivery_id=delivery_id, settings=settings
     )
 
@@ -158,32 +149,21 @@ def get_delivery(
 def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSession) -> Delivery:
     """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
     The message keeps its `webhook-id`."""
-    delivery = service.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
-    return service.delivery_record(session, delivery)
+    delivery = deliveries.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
+    return deliveries.delivery_record(session, delivery)
 
 
 @router.post("/subscriptions/subscribe", response_model=Subscription)
 def subscribe(body: Subscribe, caller: Operator, session: DbSession) -> Subscription:
     """Subscribe a channel to one event type; subscribing again sets `enabled`."""
-    subscription = service.subscribe(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=body.channel_id,
-        event_type=body.event_type,
-        enabled=body.enabled,
-    )
+    subscription = service.subscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
 
 
 @router.post("/subscriptions/unsubscribe", response_model=Subscription)
 def unsubscribe(body: Unsubscribe, caller: Operator, session: DbSession) -> Subscription:
     """Remove a channel's subscription to one event type; answers with the removed subscription."""
-    subscription = service.unsubscribe(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        channel_id=body.channel_id,
-        event_type=body.event_type,
-    )
+    subscription = service.unsubscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
 
 
@@ -207,7 +187,7 @@ def list_subscriptions(
 def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
     query = parse_query(request, LogQuery, SCALARS)
-    page = service.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
+    page = logs.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
     frame = Page[LogEntry](
         items=[],
         limit=query.pagination.limit,
@@ -215,10 +195,7 @@ def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
         total=page.total,
         next_cursor=page.next_cursor,
     )
-    # `items` is the page's first field: the entries, JSON already, go in right after its opening.
-    opening = '{"items":['
-    rest = frame.model_dump_json().removeprefix(opening)
-    return rendered_json(opening + ",".join(page.entries) + rest)
+    return rendered_json(splice_json(frame, items=f"[{','.join(page.entries)}]"))
 
 
 @router.get("/logs/stats", response_model=LogStats)
@@ -232,4 +209,4 @@ def log_stats(
     ] = STATS_DEFAULT_DAYS,
 ) -> LogStats:
     """Delivery attempts per day and per channel, by outcome: the log's charts, counted in the database."""
-    return service.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)
+    return logs.log_stats(session, org_id=caller.org_id_for(org_slug), days=days)

@@ -26,27 +26,23 @@ import time
 from collections import Counter, deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import httpcore
-import httpx
 
-from api.client import retry_after_seconds
-from api.notifications import RESPONSE_BODY_BYTES
+from api.headers import RETRY_AFTER_HEADER, retry_after_seconds
 from service.crypto import cipher_for
 from service.db import Database, utcnow
+from service.notifications.connections import Answer, Connections, request_target
 from service.notifications.messages import JSON, USER_AGENT, content, email_headers, email_message
+from service.notifications.outcomes import Attempt, Outcome, record
 from service.notifications.queue import (
     STOPPED,
-    Attempt,
     Claim,
-    Outcome,
     claim_due,
     fan_out,
     has_due,
     has_new_events,
-    record,
     release,
     renew_leases,
 )
@@ -60,14 +56,10 @@ T = TypeVar("T")
 # Claims a channel may have waiting per slot: enough for a receiver answering in a millisecond or
 # two to keep every slot busy through a database cycle (about ten milliseconds under load).
 WAITING_PER_SLOT = 4
-# How long idle connections are kept for the next attempt to the same receiver.
-KEEPALIVE_SECONDS = 30.0
 # At shutdown, how long attempts in flight may take to end before they are logged as cut short.
 SHUTDOWN_GRACE_SECONDS = 5.0
 ERROR_EXCERPT_CHARS = 200
 UNEXPECTED = "The attempt failed on the sending side (see the worker's log); it is retried"
-MAX_RESPONSE_HEADERS = 50
-HEADER_VALUE_CHARS = 500
 # Failures of the connection itself, before or instead of an answer.
 CONNECTION_ERRORS = (
     httpcore.NetworkError,
@@ -151,118 +143,6 @@ class Slots:
     def _most(self, channel: str) -> int:
         """Its slots, and as many claims waiting (none for a channel that does not answer)."""
         return 1 if channel in self.unanswering else self.fresh_room
-
-
-@dataclass(frozen=True)
-class Answer:
-    status: int
-    headers: dict[str, str]
-    body: bytes
-
-
-class Connections:
-    """Keep-alive HTTP/1.1 connections to each origin, each carrying one request at a time.
-
-    These are httpx's own connections (httpcore) without its pool: the pool re-examines every
-    waiting request and every connection on each request, which with many sends in flight costs
-    more than the sends. The slots already bound how many requests run at once, so a stack of
-    idle connections per origin is all the pooling needed.
-    """
-
-    def __init__(self, *, idle_per_origin: int) -> None:
-        self._idle: dict[tuple[bytes, bytes, int], list[httpcore.AsyncHTTPConnection]] = {}
-        self._idle_per_origin = idle_per_origin
-
-    async def post(self, url: str, headers: dict[str, str], body: bytes, timeout: float) -> Answer:
-        """POST `body`; the answer with at most the first RESPONSE_BODY_BYTES of its body."""
-        origin, target, host = _target(url)
-        sent = [(b"Host", host), (b"Content-Length", str(len(body)).encode())]
-        sent += [(name.encode(), value.encode()) for name, value in headers.items()]
-        limits = dict.fromkeys(("connect", "read", "write", "pool"), timeout)
-        request = httpcore.Request(
-            b"POST", target, headers=sent, content=body, extensions={"timeout": limits}
-        )
-        key = (origin.scheme, origin.host, origin.port)
-        connection = self._reusable(key) or httpcore.AsyncHTTPConnection(
-            origin, ssl_context=_tls(), keepalive_expiry=KEEPALIVE_SECONDS
-        )
-        try:
-            response = await connection.handle_async_request(request)
-            try:
-                received = await _first_bytes(response, RESPONSE_BODY_BYTES)
-            finally:
-                await response.aclose()
-        except BaseException:
-            await connection.aclose()
-            raise
-        self._keep(key, connection)
-        return Answer(response.status, _header_values(response.headers), received)
-
-    def _reusable(self, key: tuple[bytes, bytes, int]) -> httpcore.AsyncHTTPConnection | None:
-        idle = self._idle.get(key, [])
-        while idle:
-            connection = idle.pop()
-            if connection.is_idle() and not connection.has_expired():
-                return connection
-        return None
-
-    def _keep(self, key: tuple[bytes, bytes, int], connection: httpcore.AsyncHTTPConnection) -> None:
-        """Keep a connection whose answer was read whole (any other one is closed already)."""
-        idle = self._idle.setdefault(key, [])
-        if connection.is_idle() and len(idle) < self._idle_per_origin:
-            idle.append(connection)
-
-    async def prune(self) -> None:
-        """Close the idle connections whose receiver closed them or whose keep-alive ran out."""
-        for key, idle in list(self._idle.items()):
-            stale = [connection for connection in idle if connection.has_expired()]
-            for connection in stale:
-                idle.remove(connection)
-                await connection.aclose()
-            if not idle:
-                del self._idle[key]
-
-    async def aclose(self) -> None:
-        for idle in self._idle.values():
-            for connection in idle:
-                await connection.aclose()
-        self._idle.clear()
-
-
-@functools.lru_cache(maxsize=4096)
-def _target(url: str) -> tuple[httpcore.Origin, httpcore.URL, bytes]:
-    """Where a URL's requests go: its origin, its target and its Host header (parsed once)."""
-    parsed = httpx.URL(url)
-    scheme = parsed.raw_scheme
-    origin = httpcore.Origin(scheme, parsed.raw_host, parsed.port or (443 if scheme == b"https" else 80))
-    target = httpcore.URL(scheme=scheme, host=parsed.raw_host, port=origin.port, target=parsed.raw_path)
-    return origin, target, parsed.netloc
-
-
-def _header_values(raw: list[tuple[bytes, bytes]]) -> dict[str, str]:
-    """An answer's headers by lowercase name (repeated ones joined), as many as are kept."""
-    values: dict[str, str] = {}
-    for name, value in raw[:MAX_RESPONSE_HEADERS]:
-        key, text = name.decode("latin-1").lower(), value.decode("latin-1")[:HEADER_VALUE_CHARS]
-        values[key] = f"{values[key]}, {text}" if key in values else text
-    return values
-
-
-async def _first_bytes(response: httpcore.Response, limit: int) -> bytes:
-    """Up to `limit` bytes of the body; a longer body is not read on (its connection is closed)."""
-    received = b""
-    async for chunk in response.aiter_stream():
-        received += chunk
-        if len(received) >= limit:
-            break
-    return received[:limit]
-
-
-@functools.cache
-def _tls() -> ssl.SSLContext:
-    """httpx's own certificate checks, made once per process: loading the CA certificates takes
-    longer than a whole delivery to a nearby receiver."""
-    return httpx.create_ssl_context()
 
 
 class Sender:
@@ -509,7 +389,7 @@ def _answered(answer: Answer, latency_ms: int, sent_headers: dict[str, str]) -> 
     return Outcome(
         delivered=False,
         error=f"HTTP {answer.status}" + (f": {excerpt}" if excerpt else ""),
-        retry_after=retry_after_seconds(httpx.Response(answer.status, headers=answer.headers)),
+        retry_after=retry_after_seconds(answer.headers.get(RETRY_AFTER_HEADER.lower())),
         gone=answer.status == 410,
         **common,
     )
@@ -530,7 +410,7 @@ def _send_email(email: Any, settings: Settings) -> None:
 def _names_a_host(url: str) -> bool:
     """Whether the URL's host is a name to look up, rather than an address."""
     try:
-        ipaddress.ip_address(_target(url)[0].host.decode().strip("[]"))
+        ipaddress.ip_address(request_target(url)[0].host.decode().strip("[]"))
     except ValueError:
         return True
     return False

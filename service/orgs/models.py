@@ -9,7 +9,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class Organization(Base):
+class OrganizationRow(Base):
     __tablename__ = "organizations"
 
     id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("org"))

@@ -6,18 +6,18 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from service.errors import AlreadyExists
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 
 
-def get_org(session: Session, *, slug: str) -> Organization | None:
-    return session.scalar(select(Organization).where(Organization.slug == slug))
+def get_org(session: Session, *, slug: str) -> OrganizationRow | None:
+    return session.scalar(select(OrganizationRow).where(OrganizationRow.slug == slug))
 
 
-def create_org(session: Session, *, slug: str, name: str | None = None) -> Organization:
+def create_org(session: Session, *, slug: str, name: str | None = None) -> OrganizationRow:
     """Create an organization; its slug must be free."""
     if get_org(session, slug=slug) is not None:
         raise AlreadyExists(f"Organization '{slug}' already exists", field="orgSlug")
-    org = Organization(slug=slug, name=name or slug)
+    org = OrganizationRow(slug=slug, name=name or slug)
     session.add(org)
     session.flush()
     return org

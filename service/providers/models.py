@@ -9,7 +9,7 @@ from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
 
 
-class ProviderConnection(Base):
+class ProviderConnectionRow(Base):
     """An organization's connection to a language-model provider, its API key encrypted."""
 
     __tablename__ = "llm_providers"

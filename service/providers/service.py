@@ -27,7 +27,7 @@ from service.providers.adapters import (
     ProviderFailed,
     complete,
 )
-from service.providers.models import ProviderConnection
+from service.providers.models import ProviderConnectionRow
 from service.providers.system_models import BUILTIN_DESCRIPTION, BUILTIN_KIND, configured_system_models
 from service.settings import Settings
 
@@ -40,11 +40,11 @@ TEST_MAX_TOKENS = 16
 
 def create_provider(
     session: Session, *, org_id: str, request: CreateProvider, cipher: Cipher
-) -> ProviderConnection:
+) -> ProviderConnectionRow:
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     if request.api_version is not None and request.kind != "azure_openai":
         raise InvalidInput("apiVersion applies to azure_openai connections only", field="apiVersion")
-    record = ProviderConnection(
+    record = ProviderConnectionRow(
         org_id=org_id,
         name=request.name,
         kind=request.kind,
@@ -58,16 +58,16 @@ def create_provider(
     return record
 
 
-def list_providers(session: Session, *, org_id: str) -> list[ProviderConnection]:
-    query = select(ProviderConnection).where(ProviderConnection.org_id == org_id)
-    return list(session.scalars(query.order_by(ProviderConnection.name, ProviderConnection.id)))
+def list_providers(session: Session, *, org_id: str) -> list[ProviderConnectionRow]:
+    query = select(ProviderConnectionRow).where(ProviderConnectionRow.org_id == org_id)
+    return list(session.scalars(query.order_by(ProviderConnectionRow.name, ProviderConnectionRow.id)))
 
 
-def get_provider(session: Session, *, org_id: str, provider_id: str) -> ProviderConnection:
+def get_provider(session: Session, *, org_id: str, provider_id: str) -> ProviderConnectionRow:
     """The organization's connection; another organization's is not found, exactly like a missing one."""
     record = session.scalar(
-        select(ProviderConnection).where(
-            ProviderConnection.id == provider_id, ProviderConnection.org_id == org_id
+        select(ProviderConnectionRow).where(
+            ProviderConnectionRow.id == provider_id, ProviderConnectionRow.org_id == org_id
         )
     )
     if record is None:
@@ -77,7 +77,7 @@ def get_provider(session: Session, *, org_id: str, provider_id: str) -> Provider
 
 def update_provider(
     session: Session, *, org_id: str, provider_id: str, request: UpdateProvider, cipher: Cipher
-) -> ProviderConnection:
+) -> ProviderConnectionRow:
     record = get_provider(session, org_id=org_id, provider_id=provider_id)
     given = request.model_fields_set
     if request.name is not None and request.name != record.name:
@@ -109,7 +109,7 @@ def update_provider(
     return record
 
 
-def delete_provider(session: Session, *, org_id: str, provider_id: str) -> ProviderConnection:
+def delete_provider(session: Session, *, org_id: str, provider_id: str) -> ProviderConnectionRow:
     record = get_provider(session, org_id=org_id, provider_id=provider_id)
     session.delete(record)
     session.flush()
@@ -205,13 +205,13 @@ def system_models(settings: Settings) -> list[SystemModel]:
 
 def rotate_provider_keys(session: Session, cipher: Cipher) -> int:
     """Re-encrypt every stored provider key under the first configured key; how many were rewritten."""
-    return reencrypt_column(session, cipher=cipher, column=ProviderConnection.api_key_encrypted)
+    return reencrypt_column(session, cipher=cipher, column=ProviderConnectionRow.api_key_encrypted)
 
 
 def _refuse_duplicate_name(session: Session, *, org_id: str, name: str) -> None:
     taken = session.scalar(
-        select(ProviderConnection.id).where(
-            ProviderConnection.org_id == org_id, ProviderConnection.name == name
+        select(ProviderConnectionRow.id).where(
+            ProviderConnectionRow.org_id == org_id, ProviderConnectionRow.name == name
         )
     )
     if taken is not None:
@@ -252,7 +252,7 @@ def _require_key_optional(kind: str) -> None:
         raise InvalidInput(f"{kind} connections need an API key", field="apiKey")
 
 
-def _set_api_key(record: ProviderConnection, key: str | None, cipher: Cipher) -> None:
+def _set_api_key(record: ProviderConnectionRow, key: str | None, cipher: Cipher) -> None:
     if key is None:
         _require_key_optional(record.kind)
         record.api_key_encrypted = record.api_key_last4 = None

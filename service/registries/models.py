@@ -8,10 +8,10 @@ from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db import Base, UTCDateTime, utcnow
 from service.ids import new_id
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 
 
-class Registry(Base):
+class RegistryRow(Base):
     """A named collection of prompt artifacts; soft deleted by setting `deleted_at`."""
 
     __tablename__ = "registries"
@@ -26,10 +26,10 @@ class Registry(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
-    org: Mapped[Organization] = relationship(lazy="joined", innerjoin=True)
+    org: Mapped[OrganizationRow] = relationship(lazy="joined", innerjoin=True)
 
 
-class RegistryArtifact(Base):
+class RegistryArtifactRow(Base):
     __tablename__ = "registry_artifacts"
     __table_args__ = (UniqueConstraint("registry_id", "name", name="uq_registry_artifacts_registry_id_name"),)
 
@@ -42,7 +42,7 @@ class RegistryArtifact(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RegistryArtifactVersion(Base):
+class RegistryArtifactVersionRow(Base):
     """One published version. Never updated: there is no code path that writes to an existing row."""
 
     __tablename__ = "registry_artifact_versions"
@@ -65,7 +65,7 @@ class RegistryArtifactVersion(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class RegistryArtifactLabel(Base):
+class RegistryArtifactLabelRow(Base):
     """A movable pointer: the primary key makes each label name one version of an artifact at most."""
 
     __tablename__ = "registry_artifact_labels"

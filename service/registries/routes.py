@@ -41,13 +41,7 @@ ArtifactNameQuery = Annotated[ArtifactName, Query(description="The artifact's na
 @router.post("", response_model=Registry)
 def create_registry(body: CreateRegistry, caller: Author, session: DbSession) -> Registry:
     """Create a registry; its `registryRef` is `<orgSlug>/<name>`. Names of deleted registries stay taken."""
-    return service.create_registry(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        visibility=body.visibility,
-        description=body.description,
-    )
+    return service.create_registry(session, org_id=caller.org_id_for(body.org_slug), request=body)
 
 
 @router.get("", response_model=Page[Registry])
@@ -84,17 +78,7 @@ def restore_registry(body: RegistryAddress, caller: Author, session: DbSession) 
 @router.post("/artifacts", response_model=PublishedArtifact)
 def publish_artifact(body: PublishArtifact, caller: Author, session: DbSession) -> PublishedArtifact:
     """Publish an immutable version (the next number, or an explicit semantic version)."""
-    return service.publish(
-        session,
-        org_id=caller.org_id,
-        ref=body.registry_ref,
-        name=body.name,
-        content=body.content,
-        version=body.version,
-        labels=body.labels,
-        metadata=body.metadata,
-        commit_message=body.commit_message,
-    )
+    return service.publish(session, org_id=caller.org_id, request=body)
 
 
 @router.get("/artifacts", response_model=Page[Artifact])
@@ -156,14 +140,7 @@ def retrieve_artifact(
 @router.post("/artifacts/labels", response_model=ArtifactVersion)
 def move_label(body: MoveLabel, caller: Author, session: DbSession) -> ArtifactVersion:
     """Point a label at a version, taking it off the version that had it. `latest` moves by itself."""
-    return service.move_label(
-        session,
-        org_id=caller.org_id,
-        ref=body.registry_ref,
-        name=body.name,
-        label=body.label,
-        version=body.version,
-    )
+    return service.move_label(session, org_id=caller.org_id, request=body)
 
 
 def _org_id(caller: OptionalCaller) -> str | None:

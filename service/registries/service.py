@@ -8,7 +8,6 @@ another organization's key: 404, as if it did not exist).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -22,20 +21,36 @@ from api.registries import (
     Artifact,
     ArtifactVersion,
     ChatMessage,
+    CreateRegistry,
+    MoveLabel,
+    PublishArtifact,
     PublishedArtifact,
     Registry,
     RetrievedArtifact,
-    Visibility,
     canonical_content,
     content_type,
-    registry_ref,
     template_variables,
 )
 from service.db import insert_unless_taken, utcnow
-from service.errors import AlreadyExists, InvalidInput, NotFound, Unauthorized
-from service.orgs.models import Organization
-from service.registries.models import Registry as RegistryRow
-from service.registries.models import RegistryArtifact, RegistryArtifactLabel, RegistryArtifactVersion
+from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.orgs.models import OrganizationRow
+from service.registries.lookups import (
+    find_artifact,
+    find_version,
+    labels_of_versions,
+    owned_registry,
+    readable_registry,
+    registry_record,
+    split_ref,
+    version_content,
+    version_fields,
+)
+from service.registries.models import (
+    RegistryArtifactLabelRow,
+    RegistryArtifactRow,
+    RegistryArtifactVersionRow,
+    RegistryRow,
+)
 
 # Retrieve with neither version nor label: `production` when set, else `latest`.
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
@@ -51,10 +66,11 @@ class Retrieval:
 # -- registries ---------------------------------------------------------------------------
 
 
-def create_registry(
-    session: Session, *, org_id: str, name: str, visibility: Visibility, description: str
-) -> Registry:
-    row = RegistryRow(org_id=org_id, name=name, visibility=visibility, description=description)
+def create_registry(session: Session, *, org_id: str, request: CreateRegistry) -> Registry:
+    name = request.name
+    row = RegistryRow(
+        org_id=org_id, name=name, visibility=request.visibility, description=request.description
+    )
     if not insert_unless_taken(session, row):
         existing = session.scalar(
             select(RegistryRow).where(RegistryRow.org_id == org_id, RegistryRow.name == name)
@@ -66,7 +82,7 @@ def create_registry(
                 field="name",
             )
         raise AlreadyExists(f"Registry '{name}' already exists", field="name")
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 def list_registries(
@@ -75,11 +91,11 @@ def list_registries(
     """The organization's registries by name, with their artifact and version counts."""
     counts = (
         select(
-            RegistryArtifact.registry_id,
+            RegistryArtifactRow.registry_id,
             func.count().label("artifacts"),
-            func.sum(RegistryArtifact.version_count).label("versions"),
+            func.sum(RegistryArtifactRow.version_count).label("versions"),
         )
-        .group_by(RegistryArtifact.registry_id)
+        .group_by(RegistryArtifactRow.registry_id)
         .subquery()
     )
     conditions = [RegistryRow.org_id == org_id]
@@ -95,56 +111,46 @@ def list_registries(
         .offset(offset)
     ).all()
     items = [
-        _registry_record(session, row, artifacts or 0, versions or 0) for row, artifacts, versions in rows
+        registry_record(session, row, artifacts or 0, versions or 0) for row, artifacts, versions in rows
     ]
     return Page[Registry](items=items, limit=limit, offset=offset, total=total)
 
 
 def delete_registry(session: Session, *, org_id: str, ref: str) -> Registry:
     """Soft delete: the registry and its artifacts answer 404 from now on; every row stays."""
-    row = _owned_registry(session, org_id=org_id, ref=ref)
+    row = owned_registry(session, org_id=org_id, ref=ref)
     row.deleted_at = utcnow()
     session.flush()
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 def restore_registry(session: Session, *, org_id: str, ref: str) -> Registry:
     """Undo a soft delete. Restoring a registry that is not deleted changes nothing."""
-    row = _owned_registry(session, org_id=org_id, ref=ref, include_deleted=True)
+    row = owned_registry(session, org_id=org_id, ref=ref, include_deleted=True)
     row.deleted_at = None
     session.flush()
-    return _registry_record(session, row)
+    return registry_record(session, row)
 
 
 # -- publishing and labels ----------------------------------------------------------------
 
 
-def publish(
-    session: Session,
-    *,
-    org_id: str,
-    ref: str,
-    name: str,
-    content: str | list[ChatMessage],
-    version: str | None,
-    labels: list[str],
-    metadata: dict[str, Any],
-    commit_message: str,
-) -> PublishedArtifact:
+def publish(session: Session, *, org_id: str, request: PublishArtifact) -> PublishedArtifact:
     """Publish a version, or return the one that already has this content.
 
     With `version`: an existing version with the same content is returned unchanged; with other
     content it is refused. Without: content equal to the newest version's returns that version, any
     other content becomes the next number. `labels` are moved onto the version either way.
     """
-    registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    ref, name, content, version = request.registry_ref, request.name, request.content, request.version
+    registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
     artifact = session.scalar(
-        select(RegistryArtifact).where(
-            RegistryArtifact.registry_id == registry.id, RegistryArtifact.name == name
+        select(RegistryArtifactRow).where(
+            RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
         )
     )
     if artifact is None:
-        artifact = RegistryArtifact(registry_id=registry.id, name=name, version_count=0)
+        artifact = RegistryArtifactRow(registry_id=registry.id, name=name, version_count=0)
         session.add(artifact)
         session.flush()
     serialized = canonical_content(content)
@@ -166,38 +172,40 @@ def publish(
             content=content,
             serialized=serialized,
             content_hash=content_hash,
-            metadata=metadata,
-            commit_message=commit_message,
+            metadata=request.metadata,
+            commit_message=request.commit_message,
         )
     assert existing is not None
-    for label in labels:
+    for label in request.labels:
         _point_label(session, artifact.id, label, existing.id)
     session.flush()
     return PublishedArtifact(
-        **_version_fields(ref, name, existing),
-        content=_content(existing),
+        **version_fields(ref, name, existing),
+        content=version_content(existing),
         created=created,
-        labels=_labels_of_versions(session, [existing.id])[existing.id],
+        labels=labels_of_versions(session, [existing.id])[existing.id],
     )
 
 
 def _existing_version(
-    session: Session, artifact: RegistryArtifact, version: str | None
-) -> RegistryArtifactVersion | None:
+    session: Session, artifact: RegistryArtifactRow, version: str | None
+) -> RegistryArtifactVersionRow | None:
     """The version a publish is compared with: the named one, or else the newest."""
     condition = (
-        RegistryArtifactVersion.version == version
+        RegistryArtifactVersionRow.version == version
         if version is not None
-        else RegistryArtifactVersion.number == artifact.version_count
+        else RegistryArtifactVersionRow.number == artifact.version_count
     )
     return session.scalar(
-        select(RegistryArtifactVersion).where(RegistryArtifactVersion.artifact_id == artifact.id, condition)
+        select(RegistryArtifactVersionRow).where(
+            RegistryArtifactVersionRow.artifact_id == artifact.id, condition
+        )
     )
 
 
 def _add_version(
     session: Session,
-    artifact: RegistryArtifact,
+    artifact: RegistryArtifactRow,
     *,
     version: str | None,
     content: str | list[ChatMessage],
@@ -205,10 +213,10 @@ def _add_version(
     content_hash: str,
     metadata: dict[str, Any],
     commit_message: str,
-) -> RegistryArtifactVersion:
+) -> RegistryArtifactVersionRow:
     # The registry row is locked (or, on SQLite, the database is), so the count cannot move under us.
     number = artifact.version_count + 1
-    row = RegistryArtifactVersion(
+    row = RegistryArtifactVersionRow(
         artifact_id=artifact.id,
         number=number,
         version=version or str(number),
@@ -227,24 +235,23 @@ def _add_version(
     return row
 
 
-def move_label(
-    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
-) -> ArtifactVersion:
-    """Point `label` at `version` of the artifact, taking it off any other version."""
-    registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
-    artifact = _artifact(session, registry, ref, name)
-    row = _version(session, artifact, version)
-    _point_label(session, artifact.id, label, row.id)
+def move_label(session: Session, *, org_id: str, request: MoveLabel) -> ArtifactVersion:
+    """Point the label at the version of the artifact, taking it off any other version."""
+    ref, name = request.registry_ref, request.name
+    registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    artifact = find_artifact(session, registry, ref, name)
+    row = find_version(session, artifact, request.version)
+    _point_label(session, artifact.id, request.label, row.id)
     session.flush()
     return ArtifactVersion(
-        **_version_fields(ref, name, row), labels=_labels_of_versions(session, [row.id])[row.id]
+        **version_fields(ref, name, row), labels=labels_of_versions(session, [row.id])[row.id]
     )
 
 
 def _point_label(session: Session, artifact_id: str, label: str, version_id: str) -> None:
-    row = session.get(RegistryArtifactLabel, (artifact_id, label))
+    row = session.get(RegistryArtifactLabelRow, (artifact_id, label))
     if row is None:
-        session.add(RegistryArtifactLabel(artifact_id=artifact_id, label=label, version_id=version_id))
+        session.add(RegistryArtifactLabelRow(artifact_id=artifact_id, label=label, version_id=version_id))
     elif row.version_id != version_id:
         row.version_id = version_id
         row.updated_at = utcnow()
@@ -257,14 +264,14 @@ def list_artifacts(
     session: Session, *, reader_org_id: str | None, ref: str, limit: int, offset: int
 ) -> Page[Artifact]:
     """The registry's artifacts by name, each with where its labels point."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    condition = RegistryArtifact.registry_id == registry.id
-    total = session.scalar(select(func.count()).select_from(RegistryArtifact).where(condition)) or 0
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    condition = RegistryArtifactRow.registry_id == registry.id
+    total = session.scalar(select(func.count()).select_from(RegistryArtifactRow).where(condition)) or 0
     artifacts = list(
         session.scalars(
-            select(RegistryArtifact)
+            select(RegistryArtifactRow)
             .where(condition)
-            .order_by(RegistryArtifact.name)
+            .order_by(RegistryArtifactRow.name)
             .limit(limit)
             .offset(offset)
         )
@@ -272,11 +279,15 @@ def list_artifacts(
     labels: dict[str, dict[str, str]] = {artifact.id: {} for artifact in artifacts}
     pointers = session.execute(
         select(
-            RegistryArtifactLabel.artifact_id, RegistryArtifactLabel.label, RegistryArtifactVersion.version
+            RegistryArtifactLabelRow.artifact_id,
+            RegistryArtifactLabelRow.label,
+            RegistryArtifactVersionRow.version,
         )
-        .join(RegistryArtifactVersion, RegistryArtifactVersion.id == RegistryArtifactLabel.version_id)
-        .where(RegistryArtifactLabel.artifact_id.in_(list(labels)))
-        .order_by(RegistryArtifactLabel.label)
+        .join(
+            RegistryArtifactVersionRow, RegistryArtifactVersionRow.id == RegistryArtifactLabelRow.version_id
+        )
+        .where(RegistryArtifactLabelRow.artifact_id.in_(list(labels)))
+        .order_by(RegistryArtifactLabelRow.label)
     )
     for artifact_id, label, version in pointers:
         labels[artifact_id][label] = version
@@ -298,51 +309,51 @@ def list_versions(
     session: Session, *, reader_org_id: str | None, ref: str, name: str, limit: int, offset: int
 ) -> Page[ArtifactVersion]:
     """The artifact's versions, newest first, without their content."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    artifact = _artifact(session, registry, ref, name)
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    artifact = find_artifact(session, registry, ref, name)
     rows = list(
         session.scalars(
-            select(RegistryArtifactVersion)
-            .where(RegistryArtifactVersion.artifact_id == artifact.id)
-            .order_by(RegistryArtifactVersion.number.desc())
+            select(RegistryArtifactVersionRow)
+            .where(RegistryArtifactVersionRow.artifact_id == artifact.id)
+            .order_by(RegistryArtifactVersionRow.number.desc())
             .limit(limit)
             .offset(offset)
         )
     )
-    labels = _labels_of_versions(session, [row.id for row in rows])
-    items = [ArtifactVersion(**_version_fields(ref, name, row), labels=labels[row.id]) for row in rows]
+    labels = labels_of_versions(session, [row.id for row in rows])
+    items = [ArtifactVersion(**version_fields(ref, name, row), labels=labels[row.id]) for row in rows]
     return Page[ArtifactVersion](items=items, limit=limit, offset=offset, total=artifact.version_count)
 
 
 def _version_lookup() -> Select[Any]:
     """From the organization's slug down to one artifact's versions, joined through unique indexes."""
     return (
-        select(RegistryArtifactVersion, RegistryRow.visibility, RegistryRow.org_id)
-        .join(RegistryArtifact, RegistryArtifact.id == RegistryArtifactVersion.artifact_id)
-        .join(RegistryRow, RegistryRow.id == RegistryArtifact.registry_id)
-        .join(Organization, Organization.id == RegistryRow.org_id)
+        select(RegistryArtifactVersionRow, RegistryRow.visibility, RegistryRow.org_id)
+        .join(RegistryArtifactRow, RegistryArtifactRow.id == RegistryArtifactVersionRow.artifact_id)
+        .join(RegistryRow, RegistryRow.id == RegistryArtifactRow.registry_id)
+        .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
         .where(
-            Organization.slug == bindparam("org_slug"),
+            OrganizationRow.slug == bindparam("org_slug"),
             RegistryRow.name == bindparam("registry_name"),
             RegistryRow.deleted_at.is_(None),
-            RegistryArtifact.name == bindparam("name"),
+            RegistryArtifactRow.name == bindparam("name"),
         )
     )
 
 
 # Built once: constructing a statement costs more than running it on the read path.
-_BY_VERSION = _version_lookup().where(RegistryArtifactVersion.version == bindparam("version"))
+_BY_VERSION = _version_lookup().where(RegistryArtifactVersionRow.version == bindparam("version"))
 _BY_LABEL = (
     _version_lookup()
-    .add_columns(RegistryArtifactLabel.label)
+    .add_columns(RegistryArtifactLabelRow.label)
     .join(
-        RegistryArtifactLabel,
-        (RegistryArtifactLabel.artifact_id == RegistryArtifact.id)
-        & (RegistryArtifactLabel.version_id == RegistryArtifactVersion.id),
+        RegistryArtifactLabelRow,
+        (RegistryArtifactLabelRow.artifact_id == RegistryArtifactRow.id)
+        & (RegistryArtifactLabelRow.version_id == RegistryArtifactVersionRow.id),
     )
-    .where(RegistryArtifactLabel.label.in_(bindparam("labels", expanding=True)))
+    .where(RegistryArtifactLabelRow.label.in_(bindparam("labels", expanding=True)))
     # Of the labels asked for, production first (the default is production, else latest).
-    .order_by(case((RegistryArtifactLabel.label == PRODUCTION_LABEL, 0), else_=1))
+    .order_by(case((RegistryArtifactLabelRow.label == PRODUCTION_LABEL, 0), else_=1))
     .limit(1)
 )
 
@@ -361,7 +372,7 @@ def retrieve(
     The hot path of the registry: one indexed query from the organization's slug to the version.
     Only when it finds nothing readable do the slower lookups run, to say precisely what is missing.
     """
-    org_slug, registry_name = _split(ref)
+    org_slug, registry_name = split_ref(ref)
     parameters: dict[str, Any] = {"org_slug": org_slug, "registry_name": registry_name, "name": name}
     if version is not None:
         query, parameters["version"] = _BY_VERSION, version
@@ -374,8 +385,8 @@ def retrieve(
         )
     row = found[0]
     artifact = RetrievedArtifact(
-        **_version_fields(ref, name, row),
-        content=_content(row),
+        **version_fields(ref, name, row),
+        content=version_content(row),
         label=found.label if version is None else None,
     )
     return Retrieval(
@@ -395,14 +406,16 @@ def _explain_missing(
     label: str | None,
 ) -> NoReturn:
     """Raise the error that says what a retrieve could not find (access first, so nothing leaks)."""
-    registry = _readable_registry(session, reader_org_id=reader_org_id, ref=ref)
-    artifact = _artifact(session, registry, ref, name)
+    registry = readable_registry(session, reader_org_id=reader_org_id, ref=ref)
+    artifact = find_artifact(session, registry, ref, name)
     if version is not None:
-        _version(session, artifact, version)
+        find_version(session, artifact, version)
     if label is not None:
         set_labels = sorted(
             session.scalars(
-                select(RegistryArtifactLabel.label).where(RegistryArtifactLabel.artifact_id == artifact.id)
+                select(RegistryArtifactLabelRow.label).where(
+                    RegistryArtifactLabelRow.artifact_id == artifact.id
+                )
             )
         )
         raise InvalidInput(
@@ -412,127 +425,3 @@ def _explain_missing(
         )
     # Only a publish committed between the two lookups gets here; the next attempt finds it.
     raise NotFound(f"Artifact '{name}' was being published while it was read; retry", field="name")
-
-
-# -- lookups ------------------------------------------------------------------------------
-
-
-def _split(ref: str) -> tuple[str, str]:
-    org_slug, _, name = ref.partition("/")
-    return org_slug, name
-
-
-def _owned_registry(
-    session: Session, *, org_id: str, ref: str, lock: bool = False, include_deleted: bool = False
-) -> RegistryRow:
-    """A registry of the caller's own organization, or 404 (another organization's is absent too)."""
-    org_slug, name = _split(ref)
-    query = (
-        select(RegistryRow)
-        .join(Organization, Organization.id == RegistryRow.org_id)
-        .where(RegistryRow.org_id == org_id, Organization.slug == org_slug, RegistryRow.name == name)
-    )
-    if not include_deleted:
-        query = query.where(RegistryRow.deleted_at.is_(None))
-    if lock:
-        # Publishes to one registry take turns on PostgreSQL: no duplicate or skipped numbers.
-        query = query.with_for_update(of=RegistryRow)
-    row = session.scalar(query)
-    if row is None:
-        raise NotFound(f"No registry '{ref}'", field="registryRef")
-    return row
-
-
-def _readable_registry(session: Session, *, reader_org_id: str | None, ref: str) -> RegistryRow:
-    org_slug, name = _split(ref)
-    row = session.scalar(
-        select(RegistryRow)
-        .join(Organization, Organization.id == RegistryRow.org_id)
-        .where(Organization.slug == org_slug, RegistryRow.name == name, RegistryRow.deleted_at.is_(None))
-    )
-    if row is not None and (row.visibility == "public" or row.org_id == reader_org_id):
-        return row
-    if reader_org_id is None:
-        # The same answer whether it is private or absent: a caller without a key learns nothing.
-        raise Unauthorized(
-            f"Registry '{ref}' is private or does not exist: send an API key of its organization"
-        )
-    raise NotFound(f"No registry '{ref}'", field="registryRef")
-
-
-def _artifact(session: Session, registry: RegistryRow, ref: str, name: str) -> RegistryArtifact:
-    artifact = session.scalar(
-        select(RegistryArtifact).where(
-            RegistryArtifact.registry_id == registry.id, RegistryArtifact.name == name
-        )
-    )
-    if artifact is None:
-        raise NotFound(f"No artifact '{name}' in registry '{ref}'", field="name")
-    return artifact
-
-
-def _version(session: Session, artifact: RegistryArtifact, version: str) -> RegistryArtifactVersion:
-    row = session.scalar(
-        select(RegistryArtifactVersion).where(
-            RegistryArtifactVersion.artifact_id == artifact.id, RegistryArtifactVersion.version == version
-        )
-    )
-    if row is None:
-        raise NotFound(f"Artifact '{artifact.name}' has no version '{version}'", field="version")
-    return row
-
-
-def _labels_of_versions(session: Session, version_ids: list[str]) -> dict[str, list[str]]:
-    labels: dict[str, list[str]] = {version_id: [] for version_id in version_ids}
-    rows = session.execute(
-        select(RegistryArtifactLabel.version_id, RegistryArtifactLabel.label)
-        .where(RegistryArtifactLabel.version_id.in_(version_ids))
-        .order_by(RegistryArtifactLabel.label)
-    )
-    for version_id, label in rows:
-        labels[version_id].append(label)
-    return labels
-
-
-# -- records ------------------------------------------------------------------------------
-
-
-def _registry_record(
-    session: Session, row: RegistryRow, artifact_count: int | None = None, version_count: int | None = None
-) -> Registry:
-    if artifact_count is None or version_count is None:
-        artifact_count, version_count = session.execute(
-            select(func.count(), func.coalesce(func.sum(RegistryArtifact.version_count), 0)).where(
-                RegistryArtifact.registry_id == row.id
-            )
-        ).one()
-    return Registry(
-        id=row.id,
-        registry_ref=registry_ref(row.org.slug, row.name),
-        name=row.name,
-        visibility=row.visibility,
-        description=row.description,
-        artifact_count=artifact_count,
-        version_count=version_count,
-        created_at=row.created_at,
-        deleted_at=row.deleted_at,
-    )
-
-
-def _version_fields(ref: str, name: str, row: RegistryArtifactVersion) -> dict[str, Any]:
-    return {
-        "registry_ref": ref,
-        "name": name,
-        "version": row.version,
-        "number": row.number,
-        "content_type": row.content_type,
-        "content_hash": row.content_hash,
-        "variables": row.variables,
-        "metadata": row.metadata_,
-        "commit_message": row.commit_message,
-        "created_at": row.created_at,
-    }
-
-
-def _content(row: RegistryArtifactVersion) -> str | list[dict[str, str]]:
-    return row.content if row.content_type == "text" else json.loads(row.content)

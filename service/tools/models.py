@@ -7,11 +7,11 @@ from sqlalchemy import JSON, ForeignKey, Index, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from service.db import Base, UTCDateTime, utcnow
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.ids import new_id
 
 
-class Tool(Base):
+class ToolRow(Base):
     """A tool the organization's agents can call, with the JSON Schema of its input."""
 
     __tablename__ = "tools"
@@ -30,7 +30,7 @@ class Tool(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
-class ToolDeploymentRecord(Base):
+class ToolDeploymentRow(Base):
     """What runs of a tool (by key) in one environment: one row per pair, updated in place."""
 
     __tablename__ = "tool_deployment_records"
@@ -56,10 +56,10 @@ class ToolDeploymentRecord(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
-    environment: Mapped[Environment] = relationship(lazy="joined")
+    environment: Mapped[EnvironmentRow] = relationship(lazy="joined")
 
 
-class ToolDeploymentHistory(Base):
+class ToolDeploymentHistoryRow(Base):
     """A deployment that a newer version or hash replaced, kept for the record's history."""
 
     __tablename__ = "tool_deployment_history"

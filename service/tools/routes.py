@@ -7,7 +7,7 @@ from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.routing import Route
 from service.tools import service
-from service.tools.models import ToolDeploymentRecord
+from service.tools.models import ToolDeploymentRow
 
 router = APIRouter(route_class=Route, prefix="/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
@@ -17,14 +17,7 @@ deployments_router = APIRouter(route_class=Route, prefix="/agents", tags=["Tools
 
 @router.post("", response_model=Tool)
 def create_tool(body: CreateTool, caller: Operator, session: DbSession) -> Tool:
-    tool = service.create_tool(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        name=body.name,
-        tool_key=body.tool_key,
-        description=body.description,
-        input_schema=body.input_schema,
-    )
+    tool = service.create_tool(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Tool.model_validate(tool)
 
 
@@ -50,12 +43,7 @@ def get_tool(tool_id: str, caller: Viewer, session: DbSession) -> Tool:
 @router.patch("/{tool_id}", response_model=Tool)
 def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: DbSession) -> Tool:
     """Change any of name, description and inputSchema; the toolKey is permanent."""
-    tool = service.update_tool(
-        session,
-        org_id=caller.org_id,
-        tool_id=tool_id,
-        changes=body.model_dump(exclude_unset=True, by_alias=False),
-    )
+    tool = service.update_tool(session, org_id=caller.org_id, tool_id=tool_id, request=body)
     return Tool.model_validate(tool)
 
 
@@ -73,18 +61,7 @@ def record_tool_deployment(
 
     A new version or hash moves the previous deployment into the record's history.
     """
-    recorded = service.record_tool_deployment(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        tool_key=body.tool_key,
-        environment=body.environment,
-        tool_name=body.tool_name,
-        provider=body.provider,
-        tool_id=body.tool_id,
-        version=body.version,
-        hash=body.hash,
-        tool_provider_config=body.tool_provider_config,
-    )
+    recorded = service.record_tool_deployment(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return _deployment(recorded)
 
 
@@ -116,7 +93,7 @@ def list_tool_deployments(
 
 def _deployment(recorded: service.DeploymentWithHistory) -> ToolDeployment:
     record = recorded.record
-    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRecord.__table__.columns}
+    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRow.__table__.columns}
     return ToolDeployment.model_validate(
         {
             **columns,

@@ -3,57 +3,59 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.tools import HISTORY_SHOWN
+from api.tools import HISTORY_SHOWN, CreateTool, RecordToolDeployment, UpdateTool
 from service.db import insert_unless_taken, utcnow
 from service.deployments.states import refresh_tool
-from service.environments.models import Environment
+from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.tools.models import Tool, ToolDeploymentHistory, ToolDeploymentRecord
+from service.patches import patched_fields
+from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 
-def create_tool(
-    session: Session, *, org_id: str, name: str, tool_key: str, description: str, input_schema: dict[str, Any]
-) -> Tool:
-    tool = Tool(
-        org_id=org_id, name=name, tool_key=tool_key, description=description, input_schema=input_schema
+def create_tool(session: Session, *, org_id: str, request: CreateTool) -> ToolRow:
+    tool = ToolRow(
+        org_id=org_id,
+        name=request.name,
+        tool_key=request.tool_key,
+        description=request.description,
+        input_schema=request.input_schema,
     )
     if not insert_unless_taken(session, tool):
         raise AlreadyExists(
-            f"A tool with key '{tool_key}' already exists in this organization", field="toolKey"
+            f"A tool with key '{request.tool_key}' already exists in this organization", field="toolKey"
         )
     return tool
 
 
-def list_tools(session: Session, *, org_id: str, limit: int, offset: int) -> tuple[list[Tool], int]:
-    query = select(Tool).where(Tool.org_id == org_id)
+def list_tools(session: Session, *, org_id: str, limit: int, offset: int) -> tuple[list[ToolRow], int]:
+    query = select(ToolRow).where(ToolRow.org_id == org_id)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    page = session.scalars(query.order_by(Tool.name, Tool.id).limit(limit).offset(offset))
+    page = session.scalars(query.order_by(ToolRow.name, ToolRow.id).limit(limit).offset(offset))
     return list(page), total
 
 
-def get_tool(session: Session, *, org_id: str, tool_id: str) -> Tool:
+def get_tool(session: Session, *, org_id: str, tool_id: str) -> ToolRow:
     """A tool of the organization; another organization's tool is not found, exactly like a missing one."""
-    tool = session.scalar(select(Tool).where(Tool.id == tool_id, Tool.org_id == org_id))
+    tool = session.scalar(select(ToolRow).where(ToolRow.id == tool_id, ToolRow.org_id == org_id))
     if tool is None:
         raise NotFound(f"No tool '{tool_id}' in this organization", field="toolId")
     return tool
 
 
-def update_tool(session: Session, *, org_id: str, tool_id: str, changes: dict[str, Any]) -> Tool:
+def update_tool(session: Session, *, org_id: str, tool_id: str, request: UpdateTool) -> ToolRow:
     tool = get_tool(session, org_id=org_id, tool_id=tool_id)
-    for field, value in changes.items():
+    for field, value in patched_fields(request).items():
         setattr(tool, field, value)
     session.flush()
     return tool
 
 
-def delete_tool(session: Session, *, org_id: str, tool_id: str) -> Tool:
+def delete_tool(session: Session, *, org_id: str, tool_id: str) -> ToolRow:
     """Delete a tool. Its deployment records stay: they say what ran, whatever the catalogue says now."""
     tool = get_tool(session, org_id=org_id, tool_id=tool_id)
     session.delete(tool)
@@ -63,37 +65,29 @@ def delete_tool(session: Session, *, org_id: str, tool_id: str) -> Tool:
 
 @dataclass(frozen=True)
 class DeploymentWithHistory:
-    record: ToolDeploymentRecord
-    history: list[ToolDeploymentHistory]
+    record: ToolDeploymentRow
+    history: list[ToolDeploymentHistoryRow]
     history_count: int
 
 
 def record_tool_deployment(
-    session: Session,
-    *,
-    org_id: str,
-    tool_key: str,
-    environment: str,
-    tool_name: str,
-    provider: str,
-    tool_id: str,
-    version: str,
-    hash: str,
-    tool_provider_config: dict[str, Any] | None,
+    session: Session, *, org_id: str, request: RecordToolDeployment
 ) -> DeploymentWithHistory:
     """Create or update the record of a tool in an environment.
 
     A different version or hash moves what was deployed into the history; the same version and hash
     only refresh the descriptive fields (name, config), so re-sending a record is harmless.
     """
+    tool_key, environment = request.tool_key, request.environment
     target = find_environment_by_name(session, org_id=org_id, name=environment)
     if target is None:
         raise InvalidInput(f"No environment named '{environment}' in this organization", field="environment")
-    deployed = {"provider": provider, "tool_id": tool_id, "version": version, "hash": hash}
-    described = {"tool_name": tool_name, "tool_provider_config": tool_provider_config}
+    version, hash = request.version, request.hash
+    deployed = {"provider": request.provider, "tool_id": request.tool_id, "version": version, "hash": hash}
+    described = {"tool_name": request.tool_name, "tool_provider_config": request.tool_provider_config}
     record = _find_record(session, environment_id=target.id, tool_key=tool_key)
     if record is None:
-        created = ToolDeploymentRecord(
+        created = ToolDeploymentRow(
             org_id=org_id, environment_id=target.id, tool_key=tool_key, **deployed, **described
         )
         if insert_unless_taken(session, created):
@@ -106,7 +100,7 @@ def record_tool_deployment(
     if moved:
         now = utcnow()
         session.add(
-            ToolDeploymentHistory(
+            ToolDeploymentHistoryRow(
                 record_id=record.id,
                 provider=record.provider,
                 tool_id=record.tool_id,
@@ -137,60 +131,58 @@ def list_tool_deployments(
 ) -> tuple[list[DeploymentWithHistory], int]:
     """Records by tool key then environment name, each with its newest history."""
     query = (
-        select(ToolDeploymentRecord)
-        .join(Environment, Environment.id == ToolDeploymentRecord.environment_id)
-        .where(ToolDeploymentRecord.org_id == org_id)
+        select(ToolDeploymentRow)
+        .join(EnvironmentRow, EnvironmentRow.id == ToolDeploymentRow.environment_id)
+        .where(ToolDeploymentRow.org_id == org_id)
     )
     if tool_name is not None:
-        query = query.where(ToolDeploymentRecord.tool_name == tool_name)
+        query = query.where(ToolDeploymentRow.tool_name == tool_name)
     if tool_key is not None:
-        query = query.where(ToolDeploymentRecord.tool_key == tool_key)
+        query = query.where(ToolDeploymentRow.tool_key == tool_key)
     if environment is not None:
-        query = query.where(Environment.name == environment)
+        query = query.where(EnvironmentRow.name == environment)
     total = session.scalar(select(func.count()).select_from(query.subquery())) or 0
-    ordered = query.order_by(ToolDeploymentRecord.tool_key, Environment.name).limit(limit).offset(offset)
+    ordered = query.order_by(ToolDeploymentRow.tool_key, EnvironmentRow.name).limit(limit).offset(offset)
     return _with_history(session, list(session.scalars(ordered))), total
 
 
-def _find_record(session: Session, *, environment_id: str, tool_key: str) -> ToolDeploymentRecord | None:
+def _find_record(session: Session, *, environment_id: str, tool_key: str) -> ToolDeploymentRow | None:
     """The record, locked until the transaction ends: concurrent updates queue instead of losing history."""
     return session.scalar(
-        select(ToolDeploymentRecord)
-        .where(
-            ToolDeploymentRecord.environment_id == environment_id, ToolDeploymentRecord.tool_key == tool_key
-        )
-        .with_for_update(of=ToolDeploymentRecord)
+        select(ToolDeploymentRow)
+        .where(ToolDeploymentRow.environment_id == environment_id, ToolDeploymentRow.tool_key == tool_key)
+        .with_for_update(of=ToolDeploymentRow)
     )
 
 
-def _with_history(session: Session, records: list[ToolDeploymentRecord]) -> list[DeploymentWithHistory]:
+def _with_history(session: Session, records: list[ToolDeploymentRow]) -> list[DeploymentWithHistory]:
     """Each record with its newest HISTORY_SHOWN previous deployments and their count: two queries."""
     ids = [record.id for record in records]
     if not ids:
         return []
     counts = dict(
         session.execute(
-            select(ToolDeploymentHistory.record_id, func.count())
-            .where(ToolDeploymentHistory.record_id.in_(ids))
-            .group_by(ToolDeploymentHistory.record_id)
+            select(ToolDeploymentHistoryRow.record_id, func.count())
+            .where(ToolDeploymentHistoryRow.record_id.in_(ids))
+            .group_by(ToolDeploymentHistoryRow.record_id)
         ).all()
     )
     newest_first = func.row_number().over(
-        partition_by=ToolDeploymentHistory.record_id,
-        order_by=(ToolDeploymentHistory.replaced_at.desc(), ToolDeploymentHistory.id.desc()),
+        partition_by=ToolDeploymentHistoryRow.record_id,
+        order_by=(ToolDeploymentHistoryRow.replaced_at.desc(), ToolDeploymentHistoryRow.id.desc()),
     )
     ranked = (
-        select(ToolDeploymentHistory, newest_first.label("rank"))
-        .where(ToolDeploymentHistory.record_id.in_(ids))
+        select(ToolDeploymentHistoryRow, newest_first.label("rank"))
+        .where(ToolDeploymentHistoryRow.record_id.in_(ids))
         .subquery()
     )
     shown = session.scalars(
-        select(ToolDeploymentHistory)
-        .join(ranked, ranked.c.id == ToolDeploymentHistory.id)
+        select(ToolDeploymentHistoryRow)
+        .join(ranked, ranked.c.id == ToolDeploymentHistoryRow.id)
         .where(ranked.c.rank <= HISTORY_SHOWN)
-        .order_by(ToolDeploymentHistory.replaced_at.desc(), ToolDeploymentHistory.id.desc())
+        .order_by(ToolDeploymentHistoryRow.replaced_at.desc(), ToolDeploymentHistoryRow.id.desc())
     )
-    by_record: dict[str, list[ToolDeploymentHistory]] = {record_id: [] for record_id in ids}
+    by_record: dict[str, list[ToolDeploymentHistoryRow]] = {record_id: [] for record_id in ids}
     for entry in shown:
         by_record[entry.record_id].append(entry)
     return [

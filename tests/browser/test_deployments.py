@@ -8,8 +8,8 @@ import pytest
 from sqlalchemy import func, select
 
 from service.db import Database
-from service.deployments.models import DeploymentJob
-from service.orgs.models import Organization
+from service.deployments.models import DeploymentJobRow
+from service.orgs.models import OrganizationRow
 from tests.browser.conftest import open_page
 
 pytestmark = pytest.mark.browser
@@ -22,9 +22,9 @@ def wait_for_demo_jobs(db: Database, timeout: float = 60) -> None:
     deadline = time.monotonic() + timeout
     waiting = (
         select(func.count())
-        .select_from(DeploymentJob)
-        .join(Organization, Organization.id == DeploymentJob.org_id)
-        .where(Organization.slug == "demo", DeploymentJob.status.in_(["pending", "running"]))
+        .select_from(DeploymentJobRow)
+        .join(OrganizationRow, OrganizationRow.id == DeploymentJobRow.org_id)
+        .where(OrganizationRow.slug == "demo", DeploymentJobRow.status.in_(["pending", "running"]))
     )
     while time.monotonic() < deadline:
         with db.session() as session:

@@ -9,8 +9,8 @@ from sqlalchemy import select
 
 from service.db import Database
 from service.notifications.demo import DEMO_CHANNELS
-from service.notifications.models import Delivery
-from service.orgs.models import Organization
+from service.notifications.models import DeliveryRow
+from service.orgs.models import OrganizationRow
 from tests.browser.conftest import grid_cells, open_page, shoot
 
 pytestmark = pytest.mark.browser
@@ -64,9 +64,9 @@ def _demo_dead_delivery(database_url: str) -> str:
     try:
         with db.session() as session:
             query = (
-                select(Delivery.id)
-                .join(Organization, Organization.id == Delivery.org_id)
-                .where(Organization.slug == "demo", Delivery.status == "dead")
+                select(DeliveryRow.id)
+                .join(OrganizationRow, OrganizationRow.id == DeliveryRow.org_id)
+                .where(OrganizationRow.slug == "demo", DeliveryRow.status == "dead")
             )
             return session.scalars(query).one()
     finally:

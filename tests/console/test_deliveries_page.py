@@ -16,7 +16,7 @@ from standardwebhooks import Webhook
 
 from api import OrgdeckClient
 from service.events.service import record_event
-from service.orgs.models import Organization
+from service.orgs.models import OrganizationRow
 from tests.conftest import wait_for
 from tests.console.conftest import texts
 
@@ -148,7 +148,7 @@ def test_disable_holds_events_and_recover_sends_them(console, orgdeck, receiver,
     assert orgdeck.notifications.list_channels().items[0].state == "disabled"
 
     with db.session(write=True) as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == org.slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
         for n in range(3):
             record_event(session, org_id=org_id, type="deployment.complete", payload={"jobId": f"job_{n}"})
     wait_for(lambda: orgdeck.notifications.deliveries(status=["held"]).total == 3, what="three held")

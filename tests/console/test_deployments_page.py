@@ -10,7 +10,7 @@ from api import OrgdeckClient
 from api.deployments import DEFAULT_ANALYTICS_DAYS
 from service.agents.demo import seed_agents
 from service.deployments.demo import seed_deployment_history, seed_deployments
-from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.rollups import rebuild_rollups
 from service.environments.demo import seed_environments
 from tests.console.conftest import texts

@@ -6,7 +6,7 @@ from urllib.parse import parse_qs
 from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
-from service.deployments.models import DeploymentJob as JobRow
+from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.rollups import rebuild_rollups
 from tests.console.conftest import APP, texts
 from tests.test_deployment_analytics import org_id_of

@@ -30,8 +30,8 @@ from service.bootstrap import create_org_with_key
 from service.db import Database
 from service.events.service import record_event
 from service.migrate import upgrade
-from service.notifications.models import Delivery
-from service.orgs.models import Organization
+from service.notifications.models import DeliveryRow
+from service.orgs.models import OrganizationRow
 from service.server import ServerThread
 from service.settings import Settings
 from service.worker import Worker, start_in_thread
@@ -291,7 +291,7 @@ class Tenant:
 def tenant(service: Service) -> Iterator[Tenant]:
     slug, key = create_org_with_key(service.db, slug=f"n-{uuid.uuid4().hex[:12]}", name="N", key_name="admin")
     with service.db.session() as session:
-        org_id = session.scalar(select(Organization.id).where(Organization.slug == slug))
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == slug))
     assert org_id is not None
     with OrgdeckClient(service.url, key, org_slug=slug) as client:
         yield Tenant(client=client, org_id=org_id, key=key)
@@ -313,6 +313,8 @@ def attempts(tenant: Tenant, channel_id: str) -> list[LogEntry]:
 def deliveries_by_status(service: Service, org_id: str) -> dict[str, int]:
     with service.db.session() as session:
         rows = session.execute(
-            select(Delivery.status, func.count()).where(Delivery.org_id == org_id).group_by(Delivery.status)
+            select(DeliveryRow.status, func.count())
+            .where(DeliveryRow.org_id == org_id)
+            .group_by(DeliveryRow.status)
         )
         return dict(rows.all())

@@ -22,7 +22,7 @@ from service.crypto import Cipher
 from service.db import utcnow
 from service.events.service import record_event
 from service.notifications.messages import Message
-from service.notifications.models import Channel, Delivery
+from service.notifications.models import ChannelRow, DeliveryRow
 from service.notifications.queue import STOPPED, Claim
 from service.notifications.sender import Slots
 from tests.conftest import wait_for
@@ -194,7 +194,7 @@ def test_a_channel_whose_secret_cannot_be_decrypted_does_not_stop_the_others(ser
         "Healthy", "webhook", url=receiver.script("/healthy", 200)
     )
     with service.db.session(write=True) as session:  # as if written under a key since removed
-        session.get_one(Channel, locked.id).secret_encrypted = Cipher(
+        session.get_one(ChannelRow, locked.id).secret_encrypted = Cipher(
             [Fernet.generate_key().decode()]
         ).encrypt("whsec_" + base64.b64encode(b"k" * 24).decode())
     tenant.client.notifications.test_channel(locked.id)
@@ -291,7 +291,7 @@ def test_attempts_left_unfinished_by_a_stopped_worker_are_logged_then_sent(servi
             event = record_event(session, org_id=tenant.org_id, type="agent.stale", payload={"n": index})
             event.fanned_out_at = utcnow()
             session.add(
-                Delivery(
+                DeliveryRow(
                     org_id=tenant.org_id,
                     event_id=event.id,
                     event_type=event.type,
@@ -356,7 +356,7 @@ def test_killing_a_worker_process_mid_send_loses_nothing(service, tenant, receiv
 
     with service.db.session() as session:
         deliveries = session.execute(
-            select(Delivery.event_id, Delivery.channel_id).where(Delivery.org_id == tenant.org_id)
+            select(DeliveryRow.event_id, DeliveryRow.channel_id).where(DeliveryRow.org_id == tenant.org_id)
         ).all()
     assert sorted(deliveries) == sorted((e, c.id) for e in event_ids for c in [*stalling, refusing])
     cut_short = 0
