@@ -32,7 +32,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
 
 from api.common import format_timestamp
 from api.notifications import (
@@ -53,7 +53,7 @@ from api.notifications import (
 )
 from api.notifications import Delivery as DeliveryRecord
 from service.crypto import Cipher, reencrypt_column
-from service.db import UTCDateTime, dialect_name, insert_unless_taken, utcnow
+from service.db import UTCDateTime, dialect_name, insert_unless_taken, utc_day, utcnow
 from service.errors import AlreadyExists, InvalidCursor, InvalidInput, NotFound
 from service.events.models import Event
 from service.events.service import record_event
@@ -725,7 +725,7 @@ def log_stats(session: Session, *, org_id: str, days: int) -> LogStats:
         DeliveryLog.created_at >= start,
         DeliveryLog.created_at < start + timedelta(days=days),
     )
-    day = _utc_day(session, DeliveryLog.created_at)
+    day = utc_day(session, DeliveryLog.created_at)
     per_day = {first_day + timedelta(days=n): dict.fromkeys(LOG_STATUSES, 0) for n in range(days)}
     by_day = select(day, DeliveryLog.status, func.count()).where(*in_period).group_by(day, DeliveryLog.status)
     for day_text, status, count in session.execute(by_day):
@@ -759,19 +759,6 @@ def _channel_counts(channel_id: str, name: str, kind: str, counts: dict[str, int
         failure_rate=(counts["failed"] + counts["dead"]) / attempts,
         **counts,
     )
-
-
-def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> ColumnElement[str]:
-    """`YYYY-MM-DD` of a timestamp in UTC, in the database's own dialect.
-
-    The constants are inlined, not bound, so that the GROUP BY repeats the SELECT's expression
-    exactly (PostgreSQL compares the two texts, and two bound parameters never match).
-    """
-    if dialect_name(session) == "postgresql":
-        in_utc = func.timezone(literal_column("'UTC'"), column)
-        return func.to_char(in_utc, literal_column("'YYYY-MM-DD'"))
-    # SQLite keeps UTC timestamps as ISO 8601 text.
-    return func.strftime(literal_column("'%Y-%m-%d'"), column)
 
 
 def rotate_channel_secrets(session: Session, *, cipher: Cipher) -> int:
