@@ -22,6 +22,8 @@ st.set_page_config(page_title="Orgdeck", page_icon=":material/hub:", layout="wid
 # The typed key lives in this browser session's state and nowhere else; signing out forgets it.
 SIGNED_IN_KEY = "signed_in_api_key"
 SIGN_IN_RECORDED = "sign_in_recorded"
+TYPED_KEY = "sign_in_key"
+SIGN_IN_REFUSED = "sign_in_refused"
 
 
 @st.cache_resource(show_spinner="Starting the embedded service…")
@@ -50,32 +52,47 @@ def _connect() -> Connection | None:
     else:
         api_key = os.environ.get("ORGDECK_API_KEY", "").strip() or st.session_state.get(SIGNED_IN_KEY, "")
     if not api_key:
-        _sign_in_form(url)
         return None
     try:
         caller = _identify(url, api_key)
         _record_sign_in(url, api_key)
     except ApiError as error:
         st.sidebar.error(explain(error))
-        if st.session_state.pop(SIGNED_IN_KEY, None):
-            _sign_in_form(url)
+        st.session_state.pop(SIGNED_IN_KEY, None)
         return None
     return Connection(url=url, api_key=api_key, caller=caller, embedded=embedded)
 
 
+def _signs_in() -> bool:
+    """Whether each person signs in with their own key: a service named, and no key set for all."""
+    return (
+        bool(os.environ.get("ORGDECK_API_URL", "").strip())
+        and not os.environ.get("ORGDECK_API_KEY", "").strip()
+    )
+
+
 def _sign_in_form(url: str) -> None:
     """Asks for a personal key, kept in this browser session's state only (never written anywhere)."""
-    with st.sidebar.form("sign_in"):
-        st.markdown("**Sign in**")
-        typed = st.text_input("Your API key", type="password", key="sign_in_key", placeholder="odk_…")
-        if st.form_submit_button("Sign in", type="primary", width="stretch") and typed.strip():
-            try:
-                _identify(url, typed.strip())
-            except ApiError as error:
-                st.error(explain(error))
-                return
-            st.session_state[SIGNED_IN_KEY] = typed.strip()
-            st.rerun()
+    st.markdown("**Sign in**")
+    st.text_input("Your API key", type="password", key=TYPED_KEY, placeholder="odk_…")
+    st.button("Sign in", type="primary", width="stretch", key="sign_in", on_click=_sign_in, args=(url,))
+    refused = st.session_state.pop(SIGN_IN_REFUSED, None)
+    if refused:
+        st.error(refused)
+
+
+def _sign_in(url: str) -> None:
+    """The key typed, if the service knows it, becomes the session's; the field is emptied either way."""
+    typed = st.session_state.get(TYPED_KEY, "").strip()
+    st.session_state[TYPED_KEY] = ""
+    if not typed:
+        return
+    try:
+        _identify(url, typed)
+    except ApiError as error:
+        st.session_state[SIGN_IN_REFUSED] = explain(error)
+        return
+    st.session_state[SIGNED_IN_KEY] = typed
 
 
 def _record_sign_in(url: str, api_key: str) -> None:
@@ -132,7 +149,10 @@ def _sidebar(connection: Connection | None) -> None:
                 st.page_link(page, width="stretch")
         st.divider()
         if connection is None:
-            st.caption("Not connected")
+            if _signs_in():
+                _sign_in_form(os.environ["ORGDECK_API_URL"].strip())
+            else:
+                st.caption("Not connected")
             return
         st.markdown(f"**{plain(connection.org_name)}**  \n`{connection.org_slug}`")
         st.markdown(
@@ -140,9 +160,8 @@ def _sidebar(connection: Connection | None) -> None:
         )
         mode = "embedded demo service" if connection.embedded else "service"
         st.caption(f"Connected to the {mode} at {connection.url}")
-        if st.session_state.get(SIGNED_IN_KEY) and st.button("Sign out", key="sign_out", width="stretch"):
-            _sign_out(connection)
-            st.rerun()
+        if st.session_state.get(SIGNED_IN_KEY):
+            st.button("Sign out", key="sign_out", width="stretch", on_click=_sign_out, args=(connection,))
 
 
 def _who(caller: Caller) -> str:
