@@ -51,9 +51,9 @@ def forget_client(url: str, api_key: str, org_slug: str) -> None:
 
 
 def current() -> Connection:
-    _run_through_app_once()
     connection = st.session_state.get(_STATE_KEY)
     if connection is None:
+        _run_through_app_once()
         st.info("Not signed in: enter your personal API key in the sidebar.")
         st.stop()
     return connection
@@ -63,8 +63,7 @@ def _run_through_app_once() -> None:
     """Recover from a page having been run without app.py.
 
     Until app.py has called st.navigation once in a process, Streamlit treats a `pages/` folder the
-    legacy way: a first visit straight to /api_keys runs that page alone, without the sidebar's
-    sign-in and menu (and, in a new session, without a connection).
+    legacy way: a first visit straight to /api_keys runs that page alone, so nothing is connected.
     Switching the process to st.navigation routing and rerunning runs app.py, which opens the same page.
     """
     from streamlit.runtime.pages_manager import PagesManager
