@@ -366,6 +366,9 @@ ACTION_PALETTE = [
 ]  # fmt: skip
 
 
+_DAY_MS = 86_400_000
+
+
 def action_colour(action: str) -> str:
     return ACTION_PALETTE[sum(map(ord, action)) % len(ACTION_PALETTE)]
 
@@ -380,6 +383,8 @@ def changes_per_day_figure(stats: AuditStats, *, height: int = 320) -> go.Figure
                 y=[item.count for item in stats.per_day if item.action == action],
                 name=action,
                 marker_color=action_colour(action),
+                # A day wide whatever the period: alone, a day's bar would be drawn a hairline.
+                width=_DAY_MS * 0.8,
                 hovertemplate=f"%{{x|%a %d %b}}: %{{y}} {action}<extra></extra>",
             )
             for action in actions
