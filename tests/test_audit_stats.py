@@ -101,6 +101,7 @@ def test_a_bad_date_range_is_400_naming_it(http, org):
         {"dateRange[start]": "2024-01-01T00:00:00Z", "dateRange[end]": "2026-01-01T00:00:00Z"},
         {"dateRange[start]": "2026-03-01T00:00:00Z", "start": "2026-03-01T00:00:00Z"},
         {"pagination[limit]": "5"},
+        {"dateRange[end]": "0001-01-02T00:00:00Z"},
     ]
     for params in cases:
         answer = http.get("audit-events/stats", params={"orgSlug": org.slug, **params}, headers=org.headers)
