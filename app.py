@@ -1,7 +1,8 @@
 """Orgdeck console: `streamlit run app.py`.
 
-With no ORGDECK_API_URL it starts an embedded service with a demo organization; with one, it is a
-client of that service, authenticated by ORGDECK_API_KEY or a key typed into the sidebar.
+With no ORGDECK_API_URL it starts an embedded service with a demo organization and signs in as its
+admin; with one, it is a client of that service, and each person signs in with their own key in
+the sidebar (or the console acts with ORGDECK_API_KEY when it is set).
 """
 
 from __future__ import annotations
@@ -13,10 +14,16 @@ import streamlit as st
 from api import ApiError, OrgdeckClient
 from api.system import Caller
 from components import layout
-from components.connection import Connection, set_connection
+from components.connection import Connection, forget_client, set_connection
 from components.feedback import explain, plain
 
 st.set_page_config(page_title="Orgdeck", page_icon=":material/hub:", layout="wide")
+
+# The typed key lives in this browser session's state and nowhere else; signing out forgets it.
+SIGNED_IN_KEY = "signed_in_api_key"
+SIGN_IN_RECORDED = "sign_in_recorded"
+TYPED_KEY = "sign_in_key"
+SIGN_IN_REFUSED = "sign_in_refused"
 
 
 @st.cache_resource(show_spinner="Starting the embedded service…")
@@ -28,37 +35,81 @@ def _embedded() -> tuple[str, str]:
     return embedded.url, embedded.api_key
 
 
-@st.cache_data(ttl=300, show_spinner=False)
+# Roles change rarely; a short cache keeps whoami off every rerun and a changed role shows soon.
+@st.cache_data(ttl=30, show_spinner=False)
 def _identify(url: str, api_key: str) -> Caller:
     with OrgdeckClient(url, api_key, max_retries=1) as client:
         return client.whoami()
 
 
 def _connect() -> Connection | None:
+    """The service and the signed-in caller: the embedded demo's admin, the key the console was
+    started with (ORGDECK_API_KEY), or the personal key typed into the sidebar's sign-in."""
     url = os.environ.get("ORGDECK_API_URL", "").strip()
     embedded = not url
     if embedded:
         url, api_key = _embedded()
     else:
-        api_key = os.environ.get("ORGDECK_API_KEY", "").strip() or st.session_state.get("typed_api_key", "")
-        if not api_key:
-            st.sidebar.text_input("API key", type="password", key="typed_api_key", placeholder="odk_…")
-            return None
+        api_key = os.environ.get("ORGDECK_API_KEY", "").strip() or st.session_state.get(SIGNED_IN_KEY, "")
+    if not api_key:
+        return None
     try:
         caller = _identify(url, api_key)
+        _record_sign_in(url, api_key)
     except ApiError as error:
         st.sidebar.error(explain(error))
-        if not embedded:
-            st.sidebar.text_input("API key", type="password", key="typed_api_key", placeholder="odk_…")
+        st.session_state.pop(SIGNED_IN_KEY, None)
         return None
-    return Connection(
-        url=url,
-        api_key=api_key,
-        key_id=caller.key_id,
-        org_slug=caller.org_slug,
-        org_name=caller.org_name,
-        embedded=embedded,
+    return Connection(url=url, api_key=api_key, caller=caller, embedded=embedded)
+
+
+def _signs_in() -> bool:
+    """Whether each person signs in with their own key: a service named, and no key set for all."""
+    return (
+        bool(os.environ.get("ORGDECK_API_URL", "").strip())
+        and not os.environ.get("ORGDECK_API_KEY", "").strip()
     )
+
+
+def _sign_in_form(url: str) -> None:
+    """Asks for a personal key, kept in this browser session's state only (never written anywhere)."""
+    st.markdown("**Sign in**")
+    st.text_input("Your API key", type="password", key=TYPED_KEY, placeholder="odk_…")
+    st.button("Sign in", type="primary", width="stretch", key="sign_in", on_click=_sign_in, args=(url,))
+    refused = st.session_state.pop(SIGN_IN_REFUSED, None)
+    if refused:
+        st.error(refused)
+
+
+def _sign_in(url: str) -> None:
+    """The key typed, if the service knows it, becomes the session's; the field is emptied either way."""
+    typed = st.session_state.get(TYPED_KEY, "").strip()
+    st.session_state[TYPED_KEY] = ""
+    if not typed:
+        return
+    try:
+        _identify(url, typed)
+    except ApiError as error:
+        st.session_state[SIGN_IN_REFUSED] = explain(error)
+        return
+    st.session_state[SIGNED_IN_KEY] = typed
+
+
+def _record_sign_in(url: str, api_key: str) -> None:
+    """POST /sign-in once per sign-in: the audit trail says who opened the console, and when."""
+    if st.session_state.get(SIGN_IN_RECORDED) == (url, api_key):
+        return
+    with OrgdeckClient(url, api_key, max_retries=1) as client:
+        client.sign_in()
+    st.session_state[SIGN_IN_RECORDED] = (url, api_key)
+
+
+def _sign_out(connection: Connection) -> None:
+    st.session_state.pop(SIGNED_IN_KEY, None)
+    st.session_state.pop(SIGN_IN_RECORDED, None)
+    _identify.clear(connection.url, connection.api_key)
+    forget_client(connection.url, connection.api_key, connection.org_slug)
+    set_connection(None)
 
 
 MENU: dict[str, list[st.Page]] = {
@@ -81,6 +132,8 @@ MENU: dict[str, list[st.Page]] = {
     ],
     "Settings": [
         st.Page("pages/api_keys.py", title="API keys", icon=":material/key:"),
+        st.Page("pages/members.py", title="Members", icon=":material/group:"),
+        st.Page("pages/activity.py", title="Activity", icon=":material/history:"),
         st.Page("pages/notifications.py", title="Notifications", icon=":material/notifications:"),
     ],
 }
@@ -96,16 +149,29 @@ def _sidebar(connection: Connection | None) -> None:
                 st.page_link(page, width="stretch")
         st.divider()
         if connection is None:
-            st.caption("Not connected")
+            if _signs_in():
+                _sign_in_form(os.environ["ORGDECK_API_URL"].strip())
+            else:
+                st.caption("Not connected")
             return
         st.markdown(f"**{plain(connection.org_name)}**  \n`{connection.org_slug}`")
+        st.markdown(
+            f"Signed in as **{plain(_who(connection.caller))}**  \nRole: **{connection.caller.role}**"
+        )
         mode = "embedded demo service" if connection.embedded else "service"
         st.caption(f"Connected to the {mode} at {connection.url}")
+        if st.session_state.get(SIGNED_IN_KEY):
+            st.button("Sign out", key="sign_out", width="stretch", on_click=_sign_out, args=(connection,))
+
+
+def _who(caller: Caller) -> str:
+    if caller.member is None:
+        return f"service key {caller.key_name}"
+    return f"{caller.member.name} ({caller.member.email})"
 
 
 connection = _connect()
-if connection is not None:
-    set_connection(connection)
+set_connection(connection)
 navigation = st.navigation(MENU, position="hidden")
 layout.install()
 _sidebar(connection)

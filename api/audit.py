@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import date, datetime
 from typing import Any
 
 from pydantic import Field
@@ -53,6 +54,47 @@ class AuditQuery(QueryParameters):
     cursor: str | None = Field(None, max_length=40, description="A `nextCursor` from a previous page.")
 
 
+# GET /audit-events/stats covers at most this many days; without a start, the last default ones.
+STATS_MAX_DAYS = 366
+STATS_DEFAULT_DAYS = 30
+
+
+class AuditStatsQuery(QueryParameters):
+    """The period of GET /audit-events/stats: `dateRange`, at most 366 days; `end` defaults to now and
+    `start` to 30 days before `end`."""
+
+    org_slug: OrgSlug
+    date_range: DateRange = DateRange()
+
+
+class ActionDayCount(Record):
+    day: date = Field(description="A UTC day.")
+    action: str
+    count: int
+
+
+class ActorCount(Record):
+    """The changes of one actor: a member (by email) or, for a service key, the key."""
+
+    member_id: str | None = None
+    member_email: str | None = None
+    key_id: str | None = None
+    key_name: str | None = None
+    count: int
+
+
+class AuditStats(Record):
+    """Changes over a period, counted in the database: chart-ready, one row per day and action."""
+
+    start: Timestamp
+    end: Timestamp
+    total: int
+    per_day: list[ActionDayCount] = Field(
+        description="Days with changes, oldest first; within a day, actions by name. Days without are left out."
+    )
+    per_actor: list[ActorCount] = Field(description="Actors with changes, most changes first.")
+
+
 class AuditResource(Resource):
     def list(
         self,
@@ -61,6 +103,8 @@ class AuditResource(Resource):
         action: str | None = None,
         target_type: str | None = None,
         target_id: str | None = None,
+        start: datetime | None = None,
+        end: datetime | None = None,
         limit: int | None = None,
         cursor: str | None = None,
         org_slug: str | None = None,
@@ -71,6 +115,8 @@ class AuditResource(Resource):
             "action": action,
             "targetType": target_type,
             "targetId": target_id,
+            "dateRange[start]": start.isoformat() if start else None,
+            "dateRange[end]": end.isoformat() if end else None,
             "pagination[limit]": limit,
             "cursor": cursor,
         }
@@ -78,3 +124,17 @@ class AuditResource(Resource):
             "GET", "/audit-events", params={k: v for k, v in params.items() if v is not None}
         )
         return Page[AuditEvent].model_validate(answer)
+
+    def stats(
+        self, *, start: datetime | None = None, end: datetime | None = None, org_slug: str | None = None
+    ) -> AuditStats:
+        """Changes per day by action, and per actor, from `start` (inclusive) to `end` (exclusive)."""
+        params = {
+            "orgSlug": self._org(org_slug),
+            "dateRange[start]": start.isoformat() if start else None,
+            "dateRange[end]": end.isoformat() if end else None,
+        }
+        answer = self._client.request(
+            "GET", "/audit-events/stats", params={k: v for k, v in params.items() if v is not None}
+        )
+        return AuditStats.model_validate(answer)

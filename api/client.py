@@ -25,7 +25,7 @@ from api.members import MembersResource
 from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
 from api.registries import RegistriesResource
-from api.system import Caller, Health
+from api.system import Caller, Health, least_roles
 from api.tools import ToolDeploymentsResource, ToolsResource
 
 
@@ -50,6 +50,7 @@ class OrgdeckClient:
         self.api_key = api_key
         self.max_retries = max_retries
         self._org_slug = org_slug
+        self._least_roles: dict[str, str | None] | None = None
         self._owns_http = http_client is None
         self._http = http_client or httpx.Client(
             timeout=httpx.Timeout(timeout, connect=constants.DEFAULT_CONNECT_TIMEOUT_SECONDS),
@@ -137,6 +138,20 @@ class OrgdeckClient:
 
     def whoami(self) -> Caller:
         return Caller.model_validate(self.request("GET", "/whoami"))
+
+    def least_role(self, operation_id: str) -> str | None:
+        """The least role the service asks of a key for `operation_id` (None: anyone may call it).
+
+        Read from the service's OpenAPI document on first use and kept for this client's life: a
+        console asks it for every control it draws, and the roles change only with the service.
+        An operationId the service does not have is a KeyError, so a misspelt one fails loudly
+        instead of leaving a control enabled.
+        """
+        if self._least_roles is None:
+            self._least_roles = least_roles(self.request("GET", "/openapi.json"))
+        if operation_id not in self._least_roles:
+            raise KeyError(f"the service has no operation {operation_id!r}")
+        return self._least_roles[operation_id]
 
     def sign_in(self) -> ApiKey:
         """Record that a person signed in to a console with this key (an audit event); the key."""

@@ -1,8 +1,8 @@
-"""Wire models of the service itself: health and the caller's identity."""
+"""Wire models of the service itself: health, the caller's identity and what each operation needs."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -34,3 +34,14 @@ class Caller(Record):
     member: CallerMember | None = Field(
         None, description="The member of a personal key; none for a service key."
     )
+
+
+def least_roles(document: dict[str, Any]) -> dict[str, Role | None]:
+    """Each operation's least role by operationId, read from the service's OpenAPI document
+    (`x-least-role`); None for an operation anyone may call (health, a public registry's reads)."""
+    return {
+        operation["operationId"]: operation.get("x-least-role")
+        for item in document.get("paths", {}).values()
+        for operation in item.values()
+        if isinstance(operation, dict) and "operationId" in operation
+    }

@@ -1,4 +1,5 @@
-"""Plotly figures shared by pages: the service's sparse heatmaps and the agent status matrix.
+"""Plotly figures shared by pages: the service's sparse heatmaps, the agent status matrix and the
+audit trail's changes per day.
 
 Colours carry meaning and are the same everywhere: green is healthy (in sync, complete), amber
 needs a look (drifted, partial, changed), red failed, blue-grey is waiting (stale, running).
@@ -11,6 +12,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from api.audit import AuditStats
 from api.deployments import AGENT_STATES, AgentStatus, Heatmap, HeatmapAxisItem, StatusMatrix
 
 GREEN = "#2f9e62"
@@ -354,3 +356,56 @@ def _cell_hover(item: AgentStatus | None, agent_name: str, environment: str) -> 
     if item.error:
         lines.append(f"error: {item.error[:120]}")
     return "<br>".join(lines)
+
+
+# Actions are many and open-ended: each gets a colour of a fixed qualitative palette, by name, so
+# that one action keeps its colour whatever else the period holds.
+ACTION_PALETTE = [
+    "#3f7fc0", "#2f9e62", "#f0a23b", "#d9534f", "#7d5ba6", "#4fb3bf",
+    "#c76b98", "#8c6d3f", "#7d97bd", "#a0b83a", "#e07b39", "#5c6b7a",
+]  # fmt: skip
+
+
+_DAY_MS = 86_400_000
+
+
+def action_colour(action: str) -> str:
+    return ACTION_PALETTE[sum(map(ord, action)) % len(ACTION_PALETTE)]
+
+
+def changes_per_day_figure(stats: AuditStats, *, height: int = 320) -> go.Figure:
+    """Changes per UTC day, stacked by action (the audit trail's counts, as the service made them)."""
+    actions = sorted({item.action for item in stats.per_day})
+    figure = go.Figure(
+        [
+            go.Bar(
+                x=[item.day for item in stats.per_day if item.action == action],
+                y=[item.count for item in stats.per_day if item.action == action],
+                name=action,
+                marker_color=action_colour(action),
+                # A day wide whatever the period: alone, a day's bar would be drawn a hairline.
+                width=_DAY_MS * 0.8,
+                hovertemplate=f"%{{x|%a %d %b}}: %{{y}} {action}<extra></extra>",
+            )
+            for action in actions
+        ]
+    )
+    figure.update_layout(
+        title={"text": "Changes per day, by action", "font": {"size": 14}},
+        barmode="stack",
+        height=height,
+        margin={"l": 10, "r": 10, "t": 56, "b": 10},
+        legend={"orientation": "h", "y": -0.15, "yanchor": "top", "x": 0, "xanchor": "left"},
+        xaxis={
+            "type": "date",
+            "showgrid": False,
+            # The whole period, quiet days too, half a day of margin either side of the bars.
+            "range": [
+                datetime.combine(stats.start.date(), time.min) - timedelta(hours=12),
+                datetime.combine(stats.end.date(), time.min) + timedelta(hours=12),
+            ],
+        },
+        yaxis={"title": None, "rangemode": "tozero"},
+        plot_bgcolor="rgba(0,0,0,0)",
+    )
+    return figure

@@ -5,14 +5,17 @@ from __future__ import annotations
 import streamlit as st
 
 
-def confirmed(action: str, *, key: str, warning: str) -> bool:
+def confirmed(
+    action: str, *, key: str, warning: str, disabled: bool = False, help: str | None = None
+) -> bool:
     """A button that asks once more before acting; True on the run where the person confirms.
 
     `key` should name the thing acted on, so that a pending question never carries over to another.
+    `disabled` and `help` are the first button's (`**control(operation_id)` of components.permissions).
     """
     pending = f"{key}_pending"
     if not st.session_state.get(pending):
-        if st.button(f"{action}…", key=f"{key}_start"):
+        if st.button(f"{action}…", key=f"{key}_start", disabled=disabled, help=help):
             st.session_state[pending] = True
             st.rerun()
         return False

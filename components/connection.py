@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from api import OrgdeckClient
+from api.system import Caller
 
 _STATE_KEY = "orgdeck_connection"
 
@@ -15,10 +16,20 @@ _STATE_KEY = "orgdeck_connection"
 class Connection:
     url: str
     api_key: str
-    key_id: str
-    org_slug: str
-    org_name: str
+    caller: Caller
     embedded: bool
+
+    @property
+    def key_id(self) -> str:
+        return self.caller.key_id
+
+    @property
+    def org_slug(self) -> str:
+        return self.caller.org_slug
+
+    @property
+    def org_name(self) -> str:
+        return self.caller.org_name
 
 
 @st.cache_resource(show_spinner=False)
@@ -27,15 +38,23 @@ def _client(url: str, api_key: str, org_slug: str) -> OrgdeckClient:
     return OrgdeckClient(url, api_key, org_slug=org_slug)
 
 
-def set_connection(connection: Connection) -> None:
-    st.session_state[_STATE_KEY] = connection
+def set_connection(connection: Connection | None) -> None:
+    if connection is None:
+        st.session_state.pop(_STATE_KEY, None)
+    else:
+        st.session_state[_STATE_KEY] = connection
+
+
+def forget_client(url: str, api_key: str, org_slug: str) -> None:
+    """Drop the shared client of a key that signed out, so the key leaves the process with it."""
+    _client.clear(url, api_key, org_slug)
 
 
 def current() -> Connection:
     connection = st.session_state.get(_STATE_KEY)
     if connection is None:
         _run_through_app_once()
-        st.info("Not connected to a service: enter its URL and an API key in the sidebar.")
+        st.info("Not signed in: enter your personal API key in the sidebar.")
         st.stop()
     return connection
 

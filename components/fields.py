@@ -83,6 +83,10 @@ RULES: dict[str, FieldRule] = {
     ),
     # API keys
     "apiKey.name": _name("Key name", "github-actions-deploy"),
+    # Members
+    "member.email": FieldRule("Email", "an email address, at most 320 characters", "dana@example.com", 320),
+    "member.name": _name("Name", "Dana Reyes"),
+    "member.role": FieldRule("Role", "viewer, author, operator or admin"),
     # Agents
     "agent.stableKey": FieldRule(
         "Stable key",

@@ -15,6 +15,29 @@ def select(key: str, item_id: str) -> None:
     st.session_state[f"{key}__select"] = item_id
 
 
+# `?open=<id>`: the item a link elsewhere (the Activity page's rows) asks a page to open.
+OPEN_PARAM = "open"
+
+
+def linked_id() -> str | None:
+    """The id the page's `?open=` link names, taken from the URL so that it opens the item once."""
+    linked = st.query_params.get(OPEN_PARAM)
+    if linked:
+        del st.query_params[OPEN_PARAM]
+    return linked or None
+
+
+def open_linked(key: str, translate: Callable[[str], str | None] | None = None) -> None:
+    """Have the table under `key` select the item named by the page's `?open=` link, once.
+
+    `translate` turns the linked id into the table's own (an agent's id into its stable key).
+    """
+    linked = linked_id()
+    item_id = translate(linked) if translate and linked else linked
+    if item_id is not None:
+        select(key, item_id)
+
+
 def chosen_row(table: pd.DataFrame | Styler, ids: list[str], *, key: str, **kwargs: Any) -> str | None:
     """The table with exactly one row selected, and the id of that row's item (None without rows).
 

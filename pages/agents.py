@@ -19,7 +19,8 @@ from components.diff import diff_stats, side_by_side
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields, InvalidField
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 TABLE = "agents_table"
 NO_FLEET = "No fleet"
@@ -134,7 +135,7 @@ def create_form(fleets: list[Fleet], *, expanded: bool) -> None:
         typed = config_fields(fields, None, key="create")
         fleet_id = fleet_picker("Fleet", fleets, None, key="create_fleet")
         fields.slot("fleetId")
-        if st.form_submit_button("Create agent", type="primary"):
+        if st.form_submit_button("Create agent", type="primary", **control("createAgent")):
             try:
                 created = orgdeck.agents.create(
                     stable_key.strip(), name=name.strip() or None, fleet_id=fleet_id, **parsed(typed)
@@ -154,7 +155,7 @@ def edit_form(agent: Agent, fleets: list[Fleet]) -> None:
         typed = config_fields(fields, agent, key=f"edit_{agent.stable_key}")
         fleet_id = fleet_picker("Fleet", fleets, agent.fleet_id, key=f"edit_{agent.stable_key}_fleet")
         fields.slot("fleetId")
-        if st.form_submit_button("Save draft", type="primary"):
+        if st.form_submit_button("Save draft", type="primary", **control("updateAgent")):
             try:
                 orgdeck.agents.update(
                     agent.stable_key,
@@ -229,11 +230,14 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
         "Snapshot version",
         type="primary",
         width="content",
-        disabled=not agent.has_unversioned_changes,
-        help="Freeze the current draft as the next immutable version."
-        if agent.has_unversioned_changes
-        else "The draft equals the newest version: nothing to snapshot.",
         key="snapshot",
+        **control(
+            "createAgentVersion",
+            disabled=not agent.has_unversioned_changes,
+            help="Freeze the current draft as the next immutable version."
+            if agent.has_unversioned_changes
+            else "The draft equals the newest version: nothing to snapshot.",
+        ),
     ):
         try:
             version = orgdeck.agents.snapshot(agent.stable_key)
@@ -259,7 +263,9 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
             f"Archive **{agent.stable_key}**? It and its versions disappear from every list; "
             "its key stays taken. This cannot be undone from the console."
         )
-        if confirmed("Archive agent", key=f"archive_{agent.stable_key}", warning=warning):
+        if confirmed(
+            "Archive agent", key=f"archive_{agent.stable_key}", warning=warning, **control("archiveAgent")
+        ):
             try:
                 orgdeck.agents.archive(agent.stable_key)
             except ApiError as error:
@@ -384,6 +390,7 @@ if agents:
             for a in agents
         ]
     )
+    open_linked(TABLE, lambda agent_id: next((a.stable_key for a in agents if a.id == agent_id), None))
     chosen = chosen_row(
         table,
         [a.stable_key for a in agents],

@@ -11,7 +11,8 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 CREATED = "created_api_key"
 TABLE = "api_keys_table"
@@ -40,7 +41,9 @@ with st.form("create_api_key"):
     fields = FormFields("apiKey")
     name_col, button_col = st.columns([4, 1], vertical_alignment="bottom")
     name = fields.text_input("name", key="new_api_key_name", where=name_col, label="New key name")
-    if button_col.form_submit_button("Create key", type="primary", width="stretch"):
+    if button_col.form_submit_button(
+        "Create key", type="primary", width="stretch", **control("createApiKey")
+    ):
         try:
             issued = orgdeck.api_keys.create(name)
         except ApiError as error:
@@ -68,6 +71,7 @@ table = pd.DataFrame(
         for key in keys
     ]
 )
+open_linked(TABLE)
 chosen_id = chosen_row(
     table,
     [key.id for key in keys],
@@ -87,7 +91,15 @@ if chosen.id == connection.key_id:
 warning = (
     f"Revoke **{plain(chosen.name)}**? Requests using it fail from this moment on. This cannot be undone."
 )
-if confirmed("Revoke key", key=f"revoke_{chosen.id}", warning=warning):
+# Anyone may revoke their own keys; someone else's, or a service key, needs an admin.
+me = connection.caller.member
+mine = me is not None and chosen.member is not None and chosen.member.id == me.id
+if confirmed(
+    "Revoke key",
+    key=f"revoke_{chosen.id}",
+    warning=warning,
+    **control("revokeApiKey", at_least=None if mine else "admin"),
+):
     try:
         orgdeck.api_keys.revoke(chosen.id)
     except ApiError as error:

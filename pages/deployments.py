@@ -49,7 +49,8 @@ from components.feedback import attempt, load, notify, plain, show_error, show_n
 from components.formatting import ago, duration, short_duration
 from components.forms import FormFields, InvalidField
 from components.paging import Pager, next_offset, offset_caption
-from components.tables import chosen_row, row_opener, select
+from components.permissions import control
+from components.tables import chosen_row, linked_id, row_opener, select
 
 TAB = "tab"
 OVERVIEW, DEPLOY, JOBS, HISTORY = "Overview", "Deploy", "Jobs", "History"
@@ -360,7 +361,7 @@ def stale_setting() -> None:
             value=settings.stale_after_days,
             key="stale_after_days",
         )
-        if st.button("Save", key="save_stale_after"):
+        if st.button("Save", key="save_stale_after", **control("updateDeploymentSettings")):
             try:
                 orgdeck.deployments.update_settings(stale_after_days=int(days))
             except ApiError as error:
@@ -572,7 +573,7 @@ def show_preview(stored: dict[str, Any], environment_name: str) -> None:
         type="primary",
         icon=":material/rocket_launch:",
         key="deploy_go",
-        disabled=blocked,
+        **control("deploy", disabled=blocked),
     ):
         try:
             job = orgdeck.deployments.deploy(**request)
@@ -858,6 +859,13 @@ if not environments:
     st.stop()
 environment_names = {environment.id: environment.name for environment in environments}
 
+linked_job = linked_id()
+if linked_job:
+    # A link to a job (the Activity page's): the Jobs tab, filtered to the job's environment and day.
+    opened = attempt("open the job", lambda: orgdeck.deployments.job(linked_job))
+    if opened:
+        opened_day = opened.created_at.astimezone(UTC).date()
+        open_jobs(job_id=opened.id, environment_id=opened.environment_id, days=(opened_day, opened_day))
 overview, deploy, jobs, history = st.tabs(
     [OVERVIEW, DEPLOY, JOBS, HISTORY], key=TAB, on_change="rerun", bind=BOUND
 )

@@ -15,7 +15,8 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 TARGETS = {"builtin": "Built-in (recorded by Orgdeck)", "webhook": "Webhook (a signed manifest is POSTed)"}
 TABLE = "environments_table"
@@ -50,7 +51,7 @@ def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: s
             "gets the new value as its next version (rotation).",
         )
         value = fields.text_input("value", key=f"secret_value_{scope_key}", where=value_col, type="password")
-        if st.form_submit_button("Save secret", type="primary"):
+        if st.form_submit_button("Save secret", type="primary", **control("setSecret")):
             try:
                 saved = orgdeck.environments.secrets.set(name.strip(), value, environment_id=environment_id)
             except ApiError as error:
@@ -74,7 +75,9 @@ def secrets_panel(secrets: list[Secret], *, environment_id: str | None, scope: s
         if choice:
             doomed = by_label[choice]
             warning = f"Delete **{doomed.name}** {scope}? Deployments that use it will fail to resolve it."
-            if confirmed("Delete secret", key=f"delete_secret_{doomed.id}", warning=warning):
+            if confirmed(
+                "Delete secret", key=f"delete_secret_{doomed.id}", warning=warning, **control("deleteSecret")
+            ):
                 try:
                     orgdeck.environments.secrets.delete(doomed.id)
                 except ApiError as error:
@@ -100,7 +103,7 @@ def settings_panel(environment: Environment) -> None:
         webhook_url = fields.text_input(
             "webhookUrl", key=f"edit_webhook_url_{environment.id}", value=environment.webhook_url or ""
         )
-        if st.form_submit_button("Save changes"):
+        if st.form_submit_button("Save changes", **control("updateEnvironment")):
             changes = {"description": description, "target": target}
             if target == "webhook":
                 changes["webhook_url"] = webhook_url.strip()
@@ -114,7 +117,12 @@ def settings_panel(environment: Environment) -> None:
         f"Delete **{environment.name}** and its {environment.secret_count} secrets? "
         "Its tool deployment records go too. This cannot be undone."
     )
-    if confirmed("Delete environment", key=f"delete_environment_{environment.id}", warning=warning):
+    if confirmed(
+        "Delete environment",
+        key=f"delete_environment_{environment.id}",
+        warning=warning,
+        **control("deleteEnvironment"),
+    ):
         try:
             orgdeck.environments.delete(environment.id)
         except ApiError as error:
@@ -142,7 +150,12 @@ def signing_key_panel(environment: Environment) -> None:
             "before it trusts the manifest.",
             icon=":material/key_off:",
         )
-        if st.button("Create signing key", type="primary", key=f"create_key_{environment.id}"):
+        if st.button(
+            "Create signing key",
+            type="primary",
+            key=f"create_key_{environment.id}",
+            **control("createSigningKey"),
+        ):
             make_signing_key(environment)
         return
     st.caption(f"Created {ago(created)} ({created:%Y-%m-%d %H:%M} UTC).")
@@ -150,7 +163,12 @@ def signing_key_panel(environment: Environment) -> None:
         f"Replace the signing key of **{plain(environment.name)}**? Deployments are signed with the new "
         "key at once: the receiver refuses them until it has the new key too."
     )
-    if confirmed("Rotate signing key", key=f"rotate_key_{environment.id}", warning=warning):
+    if confirmed(
+        "Rotate signing key",
+        key=f"rotate_key_{environment.id}",
+        warning=warning,
+        **control("createSigningKey"),
+    ):
         make_signing_key(environment)
 
 
@@ -180,7 +198,7 @@ def create_form(*, expanded: bool) -> None:
             key="new_environment_target",
         )
         webhook_url = fields.text_input("webhookUrl", key="new_environment_webhook_url")
-        if st.form_submit_button("Create environment", type="primary"):
+        if st.form_submit_button("Create environment", type="primary", **control("createEnvironment")):
             try:
                 created = orgdeck.environments.create(
                     name.strip(),
@@ -217,6 +235,7 @@ def overview_table(environments: list[Environment]) -> str | None:
             for e in environments
         ]
     )
+    open_linked(TABLE)
     return chosen_row(frame, [e.id for e in environments], key=TABLE, width="stretch")
 
 

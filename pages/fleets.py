@@ -17,7 +17,8 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 TABLE = "fleets_table"
 NO_FLEET = "No fleet"
@@ -66,7 +67,7 @@ def create_form(environments: list[Environment], *, expanded: bool) -> None:
         description = fields.text_area("description", key="new_fleet_description", height=80)
         environment_ids = environment_picker(environments, [], key="create_fleet_environments")
         fields.slot("environmentIds")
-        if st.form_submit_button("Create fleet", type="primary"):
+        if st.form_submit_button("Create fleet", type="primary", **control("createFleet")):
             try:
                 created = orgdeck.fleets.create(
                     name.strip(), description=description, environment_ids=environment_ids
@@ -105,7 +106,7 @@ def detail(fleet: FleetDetail, environments: list[Environment]) -> None:
             environments, [e.id for e in fleet.environments], key=f"edit_fleet_environments_{fleet.id}"
         )
         fields.slot("environmentIds")
-        if st.form_submit_button("Save fleet", type="primary"):
+        if st.form_submit_button("Save fleet", type="primary", **control("updateFleet")):
             try:
                 orgdeck.fleets.update(
                     fleet.id, name=name.strip(), description=description, environment_ids=environment_ids
@@ -115,7 +116,7 @@ def detail(fleet: FleetDetail, environments: list[Environment]) -> None:
             else:
                 notify(f"Saved fleet **{plain(name.strip())}**.")
     warning = f"Delete **{fleet.name}**? Its {fleet.agent_count} agent(s) keep existing, outside any fleet."
-    if confirmed("Delete fleet", key=f"delete_fleet_{fleet.id}", warning=warning):
+    if confirmed("Delete fleet", key=f"delete_fleet_{fleet.id}", warning=warning, **control("deleteFleet")):
         try:
             orgdeck.fleets.delete(fleet.id)
         except ApiError as error:
@@ -148,6 +149,7 @@ if fleets:
                 for f in fleets
             ]
         )
+        open_linked(TABLE)
         chosen_id = chosen_row(
             table,
             [f.id for f in fleets],

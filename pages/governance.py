@@ -18,8 +18,9 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
+from components.permissions import control
 from components.providers import model_picker
-from components.tables import chosen_row, select
+from components.tables import chosen_row, open_linked, select
 
 DRAFT = "governance_draft"
 TABLE = "policies_table"
@@ -106,7 +107,7 @@ def drafting_form(system_models: list[SystemModel], providers: list[Provider]) -
         "Generate draft",
         type="primary",
         icon=":material/edit_note:",
-        disabled=source == "custom" and not providers,
+        **control("generatePolicyPrompt", disabled=source == "custom" and not providers),
     ):
         generate_draft(fields)
 
@@ -157,7 +158,7 @@ def draft_editor() -> None:
     fields = FormFields("policy")
     policy_fields(fields, key="draft", name_key="draft_title")
     fields.text_area("ruleText", key="draft_text", label="Draft rule text", height=320)
-    if st.button("Save as policy", type="primary", icon=":material/save:"):
+    if st.button("Save as policy", type="primary", icon=":material/save:", **control("createPolicy")):
         save_draft(draft, fields)
 
 
@@ -176,7 +177,7 @@ def edit_form(policy: PolicyWithVersions) -> None:
         fields = FormFields("policy")
         policy_fields(fields, key=key, name_key=f"{key}_name")
         fields.text_area("ruleText", key=f"{key}_text", label="Rule text", height=260)
-        if not st.form_submit_button("Save as new version", type="primary"):
+        if not st.form_submit_button("Save as new version", type="primary", **control("updatePolicy")):
             return
     state = st.session_state
     typed = {
@@ -240,7 +241,9 @@ def policy_details(policy: PolicyWithVersions) -> None:
     warning = (
         f"Delete **{plain(policy.name)}** and all {len(policy.versions)} versions? This cannot be undone."
     )
-    if confirmed("Delete policy", key=f"delete_policy_{policy.id}", warning=warning):
+    if confirmed(
+        "Delete policy", key=f"delete_policy_{policy.id}", warning=warning, **control("deletePolicy")
+    ):
         try:
             orgdeck.policies.delete(policy.id)
         except ApiError as error:
@@ -285,6 +288,7 @@ def policies_section() -> None:
             for p in page.items
         ]
     )
+    open_linked(TABLE)
     chosen = chosen_row(table, [p.id for p in page.items], key=TABLE, width="stretch")
     if page.total and page.total > len(page.items):
         st.caption(f"Showing the newest {len(page.items)} of {page.total}.")

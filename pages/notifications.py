@@ -35,6 +35,7 @@ from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
 from components.paging import Pager, next_offset, offset_caption
+from components.permissions import control, may
 
 PERIODS = (7, 30, 90)
 PAGE_SIZE = 50
@@ -386,7 +387,9 @@ def delivery_detail(delivery_id: str) -> None:
     with st.container(border=True):
         title_col, resend_col, close_col = st.columns([6, 1, 1], vertical_alignment="center")
         title_col.subheader(f"{detail.event_type} → {detail.channel_name}", anchor=False)
-        if resend_col.button("Resend", icon=":material/replay:", key="resend_delivery", width="stretch"):
+        if resend_col.button(
+            "Resend", icon=":material/replay:", key="resend_delivery", width="stretch", **control("resend")
+        ):
             resend(detail)
         if close_col.button("Close", key="close_delivery", width="stretch"):
             st.session_state.pop(OPEN_DELIVERY, None)
@@ -532,7 +535,7 @@ def create_form(*, expanded: bool) -> None:
                     if kind == "slack"
                     else "Deliveries are POSTed here, signed per the Standard Webhooks spec.",
                 )
-            if st.form_submit_button("Create channel", type="primary"):
+            if st.form_submit_button("Create channel", type="primary", **control("createChannel")):
                 try:
                     created = orgdeck.notifications.create_channel(
                         name.strip(),
@@ -577,7 +580,11 @@ def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
         key=f"test_event_{channel.id}",
     )
     if test_col.button(
-        "Send test", icon=":material/send:", width="stretch", key=f"test_channel_{channel.id}"
+        "Send test",
+        icon=":material/send:",
+        width="stretch",
+        key=f"test_channel_{channel.id}",
+        **control("testChannel"),
     ):
         try:
             orgdeck.notifications.test_channel(channel.id, event_type=event_type)
@@ -596,7 +603,9 @@ def manage_channel(channel: Channel, subscriptions: list[Subscription]) -> None:
         f"Delete **{channel.name}**? {going}, and deliveries not yet made are dropped. "
         "Its delivery logs are kept."
     )
-    if confirmed("Delete channel", key=f"delete_channel_{channel.id}", warning=warning):
+    if confirmed(
+        "Delete channel", key=f"delete_channel_{channel.id}", warning=warning, **control("deleteChannel")
+    ):
         try:
             orgdeck.notifications.delete_channel(channel.id)
         except ApiError as error:
@@ -614,7 +623,10 @@ def channel_controls(channel: Channel) -> None:
     with rename_col, st.form(f"rename_{channel.id}", border=False):
         name_col, button_col = st.columns([3, 1], vertical_alignment="bottom")
         name = name_col.text_input("Name", value=channel.name, max_chars=200, key=f"rename_{channel.id}_name")
-        if button_col.form_submit_button("Rename", width="stretch") and name.strip() != channel.name:
+        if (
+            button_col.form_submit_button("Rename", width="stretch", **control("updateChannel"))
+            and name.strip() != channel.name
+        ):
             update(
                 channel,
                 f"rename **{channel.name}**",
@@ -646,8 +658,11 @@ def enable_or_disable(channel: Channel) -> None:
             icon=":material/pause_circle:",
             key=f"disable_{channel.id}",
             width="stretch",
-            help="Stop sending to it: its events are kept as held deliveries until you enable it "
-            "and recover them.",
+            **control(
+                "updateChannel",
+                help="Stop sending to it: its events are kept as held deliveries until you enable it "
+                "and recover them.",
+            ),
         ):
             update(
                 channel,
@@ -657,7 +672,12 @@ def enable_or_disable(channel: Channel) -> None:
             )
         return
     if st.button(
-        "Enable", icon=":material/play_circle:", key=f"enable_{channel.id}", width="stretch", type="primary"
+        "Enable",
+        icon=":material/play_circle:",
+        key=f"enable_{channel.id}",
+        width="stretch",
+        type="primary",
+        **control("updateChannel"),
     ):
         update(
             channel,
@@ -696,7 +716,7 @@ def recover_form(channel: Channel) -> None:
             "Recover",
             icon=":material/replay:",
             width="stretch",
-            disabled=channel.state == "disabled" or not waiting,
+            **control("recover", disabled=channel.state == "disabled" or not waiting),
         ):
             since = datetime.combine(day, moment, tzinfo=UTC)
             try:
@@ -722,7 +742,9 @@ def rotate(channel: Channel) -> None:
         "every delivery carries signatures by both the new and the current secret, so the receiver "
         "can switch over; after it, only the new one signs."
     )
-    if confirmed("Rotate signing secret", key=f"rotate_{channel.id}", warning=warning):
+    if confirmed(
+        "Rotate signing secret", key=f"rotate_{channel.id}", warning=warning, **control("rotateSecret")
+    ):
         try:
             rotated = orgdeck.notifications.rotate_secret(channel.id)
         except ApiError as error:
@@ -789,6 +811,7 @@ def subscriptions_section(channels: list[Channel], subscriptions: list[Subscript
         matrix,
         width="stretch",
         key=MATRIX,
+        disabled=not may("subscribe"),
         column_config={
             c.id: st.column_config.CheckboxColumn(
                 c.name + (" (disabled)" if c.state == "disabled" else ""),
@@ -813,8 +836,8 @@ def subscriptions_section(channels: list[Channel], subscriptions: list[Subscript
         if changes
         else "No changes to apply",
         type="primary",
-        disabled=not changes,
         key="apply_subscriptions",
+        **control("subscribe", disabled=not changes),
     ):
         apply_changes(changes)
 

@@ -13,8 +13,9 @@ from components.connection import client, current
 from components.feedback import attempt, load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields, InvalidField
+from components.permissions import control
 from components.providers import model_picker
-from components.tables import chosen_row, select
+from components.tables import chosen_row, open_linked, select
 
 TEST_RESULT = "provider_test_result"
 TABLE = "providers_table"
@@ -68,7 +69,7 @@ def add_provider_form() -> None:
             where=default_col,
             help="Default: the first model listed.",
         )
-        if st.form_submit_button("Add provider", type="primary"):
+        if st.form_submit_button("Add provider", type="primary", **control("createProvider")):
             try:
                 if kind in KINDS_NEEDING_BASE_URL and not base_url.strip():
                     raise InvalidField("baseUrl", f"{KIND_LABELS[kind]} needs one. {BASE_URL_HINT}")
@@ -94,7 +95,9 @@ def provider_details(provider: Provider) -> None:
         st.markdown(f"**Test `{provider.name}`**")
         st.caption("Makes one real, minimal call to the model, with the service's provider timeout.")
         model = model_picker(provider, key=f"test_model_{provider.id}")
-        if st.button("Test connection", type="primary", icon=":material/network_check:"):
+        if st.button(
+            "Test connection", type="primary", icon=":material/network_check:", **control("testProvider")
+        ):
             try:
                 result = orgdeck.providers.test(provider.id, model_id=model)
             except ApiError as error:
@@ -110,7 +113,7 @@ def provider_details(provider: Provider) -> None:
             new_key = fields.text_input(
                 "apiKey", key=f"replace_key_{provider.id}", label="Replace the API key", type="password"
             )
-            if st.form_submit_button("Save key"):
+            if st.form_submit_button("Save key", **control("updateProvider")):
                 try:
                     orgdeck.providers.update(provider.id, api_key=new_key)
                 except ApiError as error:
@@ -119,7 +122,12 @@ def provider_details(provider: Provider) -> None:
                     fields.clear()
                     notify(f"Replaced the API key of **{plain(provider.name)}**.")
         warning = f"Delete **{plain(provider.name)}**? Drafting with it stops working. Saved policies stay."
-        if confirmed("Delete provider", key=f"delete_provider_{provider.id}", warning=warning):
+        if confirmed(
+            "Delete provider",
+            key=f"delete_provider_{provider.id}",
+            warning=warning,
+            **control("deleteProvider"),
+        ):
             try:
                 orgdeck.providers.delete(provider.id)
             except ApiError as error:
@@ -152,6 +160,7 @@ if providers:
             for p in providers
         ]
     )
+    open_linked(TABLE)
     chosen_id = chosen_row(table, [p.id for p in providers], key=TABLE, width="stretch")
 else:
     st.info("No provider connections yet. Add one below; drafting also works with the built-in drafter.")

@@ -29,7 +29,8 @@ from components.diff import diff_stats, side_by_side
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields, InvalidField
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 TABLE = "registries_table"
 
@@ -74,6 +75,7 @@ def registry_table(registries: list[Registry]) -> str | None:
             for r in registries
         ]
     )
+    open_linked(TABLE, lambda linked: next((r.registry_ref for r in registries if r.id == linked), None))
     return chosen_row(table, [r.registry_ref for r in registries], key=TABLE, width="stretch")
 
 
@@ -85,7 +87,7 @@ def create_registry_form() -> None:
             "Visibility", ["private", "public"], horizontal=True, key="new_registry_visibility"
         )
         description = fields.text_input("description", key="new_registry_description")
-        if st.form_submit_button("Create registry", type="primary"):
+        if st.form_submit_button("Create registry", type="primary", **control("createRegistry")):
             try:
                 created = orgdeck.registries.create(name, visibility=visibility, description=description)
             except ApiError as error:
@@ -328,7 +330,7 @@ def publish_form(registry: Registry, artifact: Artifact | None) -> None:
             "labels", key=f"{base}:labels", where=labels_col, label="Labels (optional)"
         )
         message = fields.text_input("commitMessage", key=f"{base}:message")
-        if not st.form_submit_button("Publish", type="primary"):
+        if not st.form_submit_button("Publish", type="primary", **control("publishArtifact")):
             return
     try:
         published = orgdeck.registries.publish(
@@ -363,7 +365,7 @@ def move_label_form(registry: Registry, artifact: Artifact, versions: list[Artif
         target = version_col.selectbox(
             "Version", [v.version for v in versions], format_func=labelled(versions), key="label_target"
         )
-        if not st.form_submit_button("Move label", type="primary"):
+        if not st.form_submit_button("Move label", type="primary", **control("moveLabel")):
             return
     if not label:
         st.error("Choose or type a label.", icon=":material/error:")
@@ -381,7 +383,12 @@ def delete_section(registry: Registry) -> None:
         f"Delete **{registry.registry_ref}**? Its {registry.artifact_count} artifacts stop being served "
         "(404) at once. Nothing is erased: the registry can be restored."
     )
-    if confirmed("Delete registry", key=f"delete_registry_{registry.registry_ref}", warning=warning):
+    if confirmed(
+        "Delete registry",
+        key=f"delete_registry_{registry.registry_ref}",
+        warning=warning,
+        **control("deleteRegistry"),
+    ):
         try:
             orgdeck.registries.delete(registry.registry_ref)
         except ApiError as error:
@@ -396,7 +403,9 @@ def restore_section() -> None:
     if choice is None:
         return
     warning = f"Restore **{choice}**? Its artifacts are served again, to everyone it was shared with."
-    if confirmed("Restore registry", key=f"restore_registry_{choice}", warning=warning):
+    if confirmed(
+        "Restore registry", key=f"restore_registry_{choice}", warning=warning, **control("restoreRegistry")
+    ):
         try:
             orgdeck.registries.restore(choice)
         except ApiError as error:

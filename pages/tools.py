@@ -19,7 +19,8 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields, InvalidField
-from components.tables import chosen_row, select
+from components.permissions import control
+from components.tables import chosen_row, open_linked, select
 
 ALL = "All"
 TABLE = "tools_table"
@@ -68,7 +69,7 @@ def edit_panel(tool: Tool) -> None:
             value=json.dumps(tool.input_schema, indent=2),
             height=220,
         )
-        if st.form_submit_button("Save changes", type="primary"):
+        if st.form_submit_button("Save changes", type="primary", **control("updateTool")):
             try:
                 orgdeck.tools.update(
                     tool.id, name=name, description=description, input_schema=parse_schema(schema_text)
@@ -78,7 +79,7 @@ def edit_panel(tool: Tool) -> None:
             else:
                 notify(f"Saved **{plain(name)}**.")
     warning = f"Delete **{plain(tool.name)}** (`{tool.tool_key}`)? Records of its deployments stay."
-    if confirmed("Delete tool", key=f"delete_tool_{tool.id}", warning=warning):
+    if confirmed("Delete tool", key=f"delete_tool_{tool.id}", warning=warning, **control("deleteTool")):
         try:
             orgdeck.tools.delete(tool.id)
         except ApiError as error:
@@ -160,6 +161,7 @@ if tools:
         ]
     )
     st.caption("Select a tool to edit or delete it.")
+    open_linked(TABLE)
     chosen_id = chosen_row(catalogue, [t.id for t in tools], key=TABLE, width="stretch")
 else:
     st.info("No tools yet. Register the first one below with the JSON Schema of its input.")
@@ -176,7 +178,7 @@ with (
     schema_text = fields.text_area(
         "inputSchema", key="new_tool_schema", label="Input schema (JSON)", value=SCHEMA_TEMPLATE, height=180
     )
-    if st.form_submit_button("Register tool", type="primary"):
+    if st.form_submit_button("Register tool", type="primary", **control("createTool")):
         try:
             created = orgdeck.tools.create(
                 name, tool_key.strip(), description=description, input_schema=parse_schema(schema_text)

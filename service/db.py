@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import DateTime, MetaData, create_engine, event, text
+from sqlalchemy import ColumnElement, DateTime, MetaData, create_engine, event, func, literal_column, text
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -57,6 +57,19 @@ def utcnow() -> datetime:
 def dialect_name(session: Session) -> str:
     """`sqlite` or `postgresql`: where a query must be written for each."""
     return session.get_bind().dialect.name
+
+
+def utc_day(session: Session, column: ColumnElement[datetime]) -> ColumnElement[str]:
+    """`YYYY-MM-DD` of a timestamp in UTC, in the database's own dialect.
+
+    The constants are inlined, not bound, so that the GROUP BY repeats the SELECT's expression
+    exactly (PostgreSQL compares the two texts, and two bound parameters never match).
+    """
+    if dialect_name(session) == "postgresql":
+        in_utc = func.timezone(literal_column("'UTC'"), column)
+        return func.to_char(in_utc, literal_column("'YYYY-MM-DD'"))
+    # SQLite keeps UTC timestamps as ISO 8601 text.
+    return func.strftime(literal_column("'%Y-%m-%d'"), column)
 
 
 def insert_unless_taken(session: Session, record: Base) -> bool:

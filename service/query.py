@@ -112,6 +112,12 @@ _ENCODINGS = (
 )
 
 
+FLATTENED_DATE_RANGE = [
+    parameter("start", "Flattened form of `dateRange[start]`.", _DATE_TIME),
+    parameter("end", "Flattened form of `dateRange[end]`.", _DATE_TIME),
+]
+
+
 def paged_query_openapi(things: str, filters: list[dict[str, Any]]) -> dict[str, Any]:
     """The parameters of a paged query over `things`: orgSlug, the route's `filters`, the date
     range, paging and the cursor (the `openapi_extra` of a route that parses its own query)."""
@@ -119,15 +125,7 @@ def paged_query_openapi(things: str, filters: list[dict[str, Any]]) -> dict[str,
         "parameters": [
             parameter("orgSlug", "The organization the request acts on.", {"type": "string"}, required=True),
             *filters,
-            parameter(
-                "dateRange",
-                f"{things.capitalize()} from `start` (inclusive) to `end` (exclusive), RFC 3339 with a time "
-                "zone, e.g. `dateRange[start]=2026-01-01T00:00:00Z`."
-                + _ENCODINGS.format(name="dateRange", members="start=…&end=…"),
-                {"type": "object", "properties": {"start": _DATE_TIME, "end": _DATE_TIME}},
-                style="deepObject",
-                explode=True,
-            ),
+            date_range_parameter(things),
             parameter(
                 "pagination",
                 "`limit` 1..1000 (default 50) and `offset` ≥ 0 (default 0), e.g. `pagination[limit]=100`."
@@ -136,8 +134,7 @@ def paged_query_openapi(things: str, filters: list[dict[str, Any]]) -> dict[str,
                 style="deepObject",
                 explode=True,
             ),
-            parameter("start", "Flattened form of `dateRange[start]`.", _DATE_TIME),
-            parameter("end", "Flattened form of `dateRange[end]`.", _DATE_TIME),
+            *FLATTENED_DATE_RANGE,
             parameter("limit", "Flattened form of `pagination[limit]`.", _LIMIT),
             parameter("offset", "Flattened form of `pagination[offset]`.", _OFFSET),
             parameter(
@@ -148,3 +145,16 @@ def paged_query_openapi(things: str, filters: list[dict[str, Any]]) -> dict[str,
             ),
         ]
     }
+
+
+def date_range_parameter(things: str) -> dict[str, Any]:
+    """The `dateRange` query object: `things` from `start` (inclusive) to `end` (exclusive)."""
+    return parameter(
+        "dateRange",
+        f"{things.capitalize()} from `start` (inclusive) to `end` (exclusive), RFC 3339 with a time "
+        "zone, e.g. `dateRange[start]=2026-01-01T00:00:00Z`."
+        + _ENCODINGS.format(name="dateRange", members="start=…&end=…"),
+        {"type": "object", "properties": {"start": _DATE_TIME, "end": _DATE_TIME}},
+        style="deepObject",
+        explode=True,
+    )

@@ -5,11 +5,17 @@ from typing import Any
 from fastapi import APIRouter, Request
 from sqlalchemy import Row
 
-from api.audit import AuditActor, AuditEvent, AuditQuery, AuditTarget
+from api.audit import AuditActor, AuditEvent, AuditQuery, AuditStats, AuditStatsQuery, AuditTarget
 from api.common import Page
 from service.audit import service
 from service.deps import DbSession, Viewer
-from service.query import paged_query_openapi, parameter, parse_query
+from service.query import (
+    FLATTENED_DATE_RANGE,
+    date_range_parameter,
+    paged_query_openapi,
+    parameter,
+    parse_query,
+)
 from service.routing import Route
 
 router = APIRouter(route_class=Route, tags=["Audit trail"])
@@ -25,6 +31,14 @@ QUERY_OPENAPI = paged_query_openapi(
     ],
 )
 
+STATS_OPENAPI = {
+    "parameters": [
+        parameter("orgSlug", "The organization the request acts on.", {"type": "string"}, required=True),
+        date_range_parameter("changes"),
+        *FLATTENED_DATE_RANGE,
+    ]
+}
+
 
 @router.get("/audit-events", response_model=Page[AuditEvent], openapi_extra=QUERY_OPENAPI)
 def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> Page[AuditEvent]:
@@ -38,6 +52,16 @@ def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> P
         offset=query.pagination.offset,
         next_cursor=page.next_cursor,
     )
+
+
+@router.get("/audit-events/stats", response_model=AuditStats, openapi_extra=STATS_OPENAPI)
+def audit_stats(request: Request, caller: Viewer, session: DbSession) -> AuditStats:
+    """Changes per UTC day by action, and per actor: the Activity chart, counted in the database.
+
+    `dateRange` covers at most 366 days; `end` defaults to now and `start` to 30 days before `end`.
+    """
+    query = parse_query(request, AuditStatsQuery, ("orgSlug",))
+    return service.stats(session, org_id=caller.org_id_for(query.org_slug), query=query)
 
 
 def _event(row: Row[Any]) -> AuditEvent:

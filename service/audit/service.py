@@ -1,16 +1,27 @@
-"""Reading the audit trail: newest first, filtered, a page at a time. Nothing here writes to it."""
+"""Reading the audit trail: newest first, filtered, a page at a time, and counted per day. Nothing
+here writes to it."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import date, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Row, Select, false, select
+from sqlalchemy import ColumnElement, Row, Select, case, false, func, select
 from sqlalchemy.orm import Session
 
-from api.audit import AuditQuery
+from api.audit import (
+    STATS_DEFAULT_DAYS,
+    STATS_MAX_DAYS,
+    ActionDayCount,
+    ActorCount,
+    AuditQuery,
+    AuditStats,
+    AuditStatsQuery,
+)
 from service.audit.models import AuditEventRow
-from service.errors import InvalidCursor
+from service.db import utc_day, utcnow
+from service.errors import InvalidCursor, InvalidInput
 from service.ids import first_id_at, is_id
 from service.members.models import MemberRow
 
@@ -67,3 +78,52 @@ def _actor_condition(session: Session, *, org_id: str, actor: str) -> ColumnElem
         )
         return AuditEventRow.actor_member_id == member_id if member_id else false()
     return AuditEventRow.actor_member_id == actor
+
+
+def stats(session: Session, *, org_id: str, query: AuditStatsQuery) -> AuditStats:
+    """Changes per UTC day and action, and per actor, over the period: counted in SQL on one range
+    of the (org_id, occurred_at, action) index, never by loading the events."""
+    end = query.date_range.end or utcnow()
+    try:
+        start = query.date_range.start or end - timedelta(days=STATS_DEFAULT_DAYS)
+    except OverflowError:  # an end in the first days of year 1 has no 30 days before it
+        raise InvalidInput("dateRange: end is too early; give a start", field="dateRange") from None
+    if start >= end:
+        raise InvalidInput("dateRange: start must be before end", field="dateRange")
+    if end - start > timedelta(days=STATS_MAX_DAYS):
+        raise InvalidInput(f"dateRange covers at most {STATS_MAX_DAYS} days", field="dateRange")
+    in_period = (
+        AuditEventRow.org_id == org_id,
+        AuditEventRow.occurred_at >= start,
+        AuditEventRow.occurred_at < end,
+    )
+    day = utc_day(session, AuditEventRow.occurred_at)
+    by_day = (
+        select(day, AuditEventRow.action, func.count())
+        .where(*in_period)
+        .group_by(day, AuditEventRow.action)
+        .order_by(day, AuditEventRow.action)
+    )
+    per_day = [
+        ActionDayCount(day=date.fromisoformat(day_text), action=action, count=count)
+        for day_text, action, count in session.execute(by_day)
+    ]
+    # A member is one actor whichever of their keys they used; a service key is an actor itself.
+    without_member = AuditEventRow.actor_member_id.is_(None)
+    actor = (
+        AuditEventRow.actor_member_id,
+        AuditEventRow.actor_member_email,
+        case((without_member, AuditEventRow.actor_key_id)),
+        case((without_member, AuditEventRow.actor_key_name)),
+    )
+    by_actor = select(*actor, func.count()).where(*in_period).group_by(*actor)
+    per_actor = sorted(
+        (
+            ActorCount(member_id=member_id, member_email=email, key_id=key_id, key_name=key_name, count=count)
+            for member_id, email, key_id, key_name, count in session.execute(by_actor)
+        ),
+        key=lambda counted: (-counted.count, counted.member_email or counted.key_name or ""),
+    )
+    return AuditStats(
+        start=start, end=end, total=sum(c.count for c in per_day), per_day=per_day, per_actor=per_actor
+    )

@@ -25,7 +25,7 @@ from sqlalchemy import (
     select,
     tuple_,
 )
-from sqlalchemy.orm import InstrumentedAttribute, Session
+from sqlalchemy.orm import Session
 
 from api.notifications import (
     LOG_STATUSES,
@@ -36,7 +36,7 @@ from api.notifications import (
     LogQuery,
     LogStats,
 )
-from service.db import UTCDateTime, dialect_name, utcnow
+from service.db import UTCDateTime, dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor
 from service.notifications.models import (
     DeliveryLogCountRow,
@@ -316,7 +316,7 @@ def log_stats(session: Session, *, org_id: str, days: int) -> LogStats:
         DeliveryLogRow.created_at >= start,
         DeliveryLogRow.created_at < start + timedelta(days=days),
     )
-    day = _utc_day(session, DeliveryLogRow.created_at)
+    day = utc_day(session, DeliveryLogRow.created_at)
     per_day = {first_day + timedelta(days=n): dict.fromkeys(LOG_STATUSES, 0) for n in range(days)}
     by_day = (
         select(day, DeliveryLogRow.status, func.count())
@@ -354,16 +354,3 @@ def _channel_counts(channel_id: str, name: str, kind: str, counts: dict[str, int
         failure_rate=(counts["failed"] + counts["dead"]) / attempts,
         **counts,
     )
-
-
-def _utc_day(session: Session, column: InstrumentedAttribute[datetime]) -> ColumnElement[str]:
-    """`YYYY-MM-DD` of a timestamp in UTC, in the database's own dialect.
-
-    The constants are inlined, not bound, so that the GROUP BY repeats the SELECT's expression
-    exactly (PostgreSQL compares the two texts, and two bound parameters never match).
-    """
-    if dialect_name(session) == "postgresql":
-        in_utc = func.timezone(literal_column("'UTC'"), column)
-        return func.to_char(in_utc, literal_column("'YYYY-MM-DD'"))
-    # SQLite keeps UTC timestamps as ISO 8601 text.
-    return func.strftime(literal_column("'%Y-%m-%d'"), column)

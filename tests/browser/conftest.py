@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -34,15 +35,30 @@ CHROMIUM_ARGS = [
 @pytest.fixture(scope="session")
 def console_url(tmp_path_factory: pytest.TempPathFactory, database_url: str) -> Iterator[str]:
     """A console with its embedded service and demo org, on a fresh data directory."""
+    with running_console(tmp_path_factory.mktemp("console-data"), database_url) as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def service_console_url(tmp_path_factory: pytest.TempPathFactory, database_url: str, server) -> Iterator[str]:
+    """A console of the test service, where each person signs in with their own key."""
+    with running_console(tmp_path_factory.mktemp("service-console"), database_url, server.url) as url:
+        yield url
+
+
+@contextmanager
+def running_console(data_dir: Path, database_url: str, api_url: str | None = None) -> Iterator[str]:
+    """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    data_dir = tmp_path_factory.mktemp("console-data")
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORGDECK_API")}
     env.update({"ORGDECK_DATA_DIR": str(data_dir), "ORGDECK_DATABASE_URL": database_url})
     env["ORGDECK_ENCRYPTION_KEYS"] = SESSION_ENCRYPTION_KEY
     # The test service's worker runs the shared database's jobs; one worker is what tests expect.
     env["ORGDECK_RUN_WORKER"] = "false"
+    if api_url:
+        env["ORGDECK_API_URL"] = api_url
     log = (data_dir / "streamlit.log").open("w")
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]

@@ -26,6 +26,8 @@ PAGES = [
     ("Policies", "governance"),
     ("LLM providers", "providers"),
     ("API keys", "api-keys"),
+    ("Members", "members"),
+    ("Activity", "activity"),
     ("Notifications", "notifications"),
 ]
 
