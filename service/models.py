@@ -3,6 +3,7 @@
 from service.agents.models import Agent, AgentTag, AgentVersion
 from service.api_keys.models import ApiKey
 from service.audit.models import AuditEventRow
+from service.changes.models import ChangeRequest, ChangeReview
 from service.db import Base
 from service.deployments.models import (
     AgentDeployment,
@@ -35,6 +36,8 @@ __all__ = [
     "ApiKey",
     "AuditEventRow",
     "Base",
+    "ChangeRequest",
+    "ChangeReview",
     "Channel",
     "Delivery",
     "DeliveryLog",
