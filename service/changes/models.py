@@ -49,7 +49,9 @@ class ChangeReview(Base):
 
     __tablename__ = "change_reviews"
     __table_args__ = (
-        UniqueConstraint("change_request_id", "member_id", name="uq_change_reviews_change_request_id_member_id"),
+        UniqueConstraint(
+            "change_request_id", "member_id", name="uq_change_reviews_change_request_id_member_id"
+        ),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

@@ -13,12 +13,13 @@ from typing import Any
 from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
+from api.members import role_at_least
 from service.agents.models import Agent
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
 from service.deployments.models import AgentDeployment, DeploymentJob, DeploymentSigningKey
 from service.environments.models import Environment, Secret
-from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
 
 
 def create_environment(
@@ -72,10 +73,17 @@ def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Env
     return session.scalar(select(Environment).where(Environment.org_id == org_id, Environment.name == name))
 
 
+# Protection rules of an environment: the route is the operator's, these fields the admin's.
+PROTECTION_FIELDS = ("protected", "required_approvals")
+
+
 def update_environment(
-    session: Session, *, org_id: str, environment_id: str, changes: dict[str, Any]
+    session: Session, *, org_id: str, environment_id: str, changes: dict[str, Any], role: str
 ) -> Environment:
-    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use."""
+    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use.
+    Protection rules (`protected`, `requiredApprovals`) change only by an admin (`role`)."""
+    if any(field in changes for field in PROTECTION_FIELDS) and not role_at_least(role, "admin"):
+        raise InsufficientRole(needed="admin", held=role, action="Changing protected or requiredApprovals")
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
     target = changes.get("target", environment.target)
     if target == "builtin" and "webhook_url" not in changes:

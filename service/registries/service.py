@@ -31,6 +31,7 @@ from api.registries import (
     registry_ref,
     template_variables,
 )
+from service.changes.protection import require_review_of_labels
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound, Unauthorized
 from service.orgs.models import Organization
@@ -138,6 +139,7 @@ def publish(
     other content becomes the next number. `labels` are moved onto the version either way.
     """
     registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    require_review_of_labels(registry, labels)
     artifact = session.scalar(
         select(RegistryArtifact).where(
             RegistryArtifact.registry_id == registry.id, RegistryArtifact.name == name
@@ -228,10 +230,13 @@ def _add_version(
 
 
 def move_label(
-    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
+    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str, reviewed: bool = False
 ) -> ArtifactVersion:
-    """Point `label` at `version` of the artifact, taking it off any other version."""
+    """Point `label` at `version` of the artifact, taking it off any other version. A protected
+    label moves only by an approved change request (`reviewed`)."""
     registry = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    if not reviewed:
+        require_review_of_labels(registry, [label])
     artifact = _artifact(session, registry, ref, name)
     row = _version(session, artifact, version)
     _point_label(session, artifact.id, label, row.id)
@@ -239,6 +244,36 @@ def move_label(
     return ArtifactVersion(
         **_version_fields(ref, name, row), labels=_labels_of_versions(session, [row.id])[row.id]
     )
+
+
+def label_move(
+    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
+) -> tuple[RegistryArtifactVersion | None, RegistryArtifactVersion]:
+    """The version `label` points at now (None if nowhere) and the one it would point at."""
+    registry = _owned_registry(session, org_id=org_id, ref=ref)
+    artifact = _artifact(session, registry, ref, name)
+    target = _version(session, artifact, version)
+    pointer = session.get(RegistryArtifactLabel, (artifact.id, label))
+    current = session.get(RegistryArtifactVersion, pointer.version_id) if pointer is not None else None
+    return current, target
+
+
+def update_registry(
+    session: Session, *, org_id: str, ref: str, protected_labels: list[str] | None
+) -> Registry:
+    """Set the registry's protected labels (those moved only through approved change requests)."""
+    row = _owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    if protected_labels is not None and protected_labels != row.protected_labels:
+        row.protected_labels = protected_labels
+        session.flush()
+    return _registry_record(session, row)
+
+
+def content_text(row: RegistryArtifactVersion) -> str:
+    """A version's content as lines a diff compares: the text, or the chat messages one per block."""
+    if row.content_type == "text":
+        return row.content
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in json.loads(row.content))
 
 
 def _point_label(session: Session, artifact_id: str, label: str, version_id: str) -> None:
@@ -514,6 +549,7 @@ def _registry_record(
         description=row.description,
         artifact_count=artifact_count,
         version_count=version_count,
+        protected_labels=row.protected_labels or [],
         created_at=row.created_at,
         deleted_at=row.deleted_at,
     )
