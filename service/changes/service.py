@@ -53,6 +53,12 @@ from service.settings import Settings
 POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
 
 
+class Moved(ServiceError):
+    """What a change would replace moved since it was previewed: the request ends `conflict`."""
+
+    code = "conflict"
+
+
 @dataclass(frozen=True)
 class Planned:
     """A change as it will be applied (`payload`), what it changes (`preview`), and its rule."""
@@ -344,10 +350,6 @@ def _apply(session: Session, row: ChangeRequestRow) -> None:
         _decide(session, row, "conflict")
         return
     _decide(session, row, "applied")
-
-
-class Moved(ServiceError):
-    code = "conflict"
 
 
 def _apply_deployment(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
