@@ -10,12 +10,13 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from sqlalchemy import update
+from sqlalchemy import select, update
 
 from api import OrgdeckClient
 from api.errors import BadRequest, Forbidden
 from service.changes.models import ChangeRequest as ChangeRequestRow
 from service.db import Database, utcnow
+from service.events.models import Event
 from tests.conftest import Org, wait_for
 from tests.deliveries.support import receiver  # noqa: F401 (a fixture)
 from tests.test_deployments import versioned_agent, wait_for_end
@@ -283,6 +284,7 @@ def test_a_bad_payload_is_400_naming_its_field(client, http, org, production):
 def test_an_open_request_expires_after_the_organizations_ttl(client, team, production, db: Database):
     ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
     payload = {"environmentId": production, "agentStableKeys": ["triage"]}
+    client.settings.update(change_request_ttl_days=30)
     old, fresh = (ana.change_requests.open("deployment", payload, reason) for reason in ("Old", "Fresh"))
     with db.session(write=True) as session:
         session.execute(
@@ -290,14 +292,31 @@ def test_an_open_request_expires_after_the_organizations_ttl(client, team, produ
             .where(ChangeRequestRow.id == old.id)
             .values(created_at=utcnow() - timedelta(days=7, minutes=1))
         )
+    assert client.change_requests.get(old.id).status == "open"
+    assert client.settings.update(change_request_ttl_days=7).change_request_ttl_days == 7
     assert client.change_requests.get(old.id).status == "expired"
     assert [r.id for r in client.change_requests.list(status="open").items] == [fresh.id]
     assert [r.id for r in client.change_requests.list(status="expired").items] == [old.id]
     with pytest.raises(BadRequest) as late:
         bo.change_requests.approve(old.id)
     assert late.value.code == "not_open" and "expired" in late.value.message
-    client.settings.update(change_request_ttl_days=30)
-    assert client.change_requests.get(old.id).status == "open"
+    assert jobs_of(client, production) == []
+    # The worker marks it in its row too, and announces it.
+    wait_for(lambda: stored_status(db, old.id) == "expired", what="the worker's expiry")
+    announced = wait_for(lambda: decided_events(db, old.id), what="the expiry's event")
+    assert [event["status"] for event in announced] == ["expired"]
+    assert stored_status(db, fresh.id) == "open"
+
+
+def stored_status(db: Database, change_request_id: str) -> str:
+    with db.session() as session:
+        return session.get_one(ChangeRequestRow, change_request_id).status
+
+
+def decided_events(db: Database, change_request_id: str) -> list[dict]:
+    with db.session() as session:
+        events = session.scalars(select(Event).where(Event.type == "change_request.decided"))
+        return [event.payload for event in events if event.payload["changeRequestId"] == change_request_id]
 
 
 def test_listing_pages_and_filters(client, team, production, org, http):
