@@ -196,6 +196,9 @@ def test_a_protected_label_moves_only_by_an_approved_request(client, team, org):
     assert client.registries.retrieve(ref, "greeting", label="production").version == "2"
     assert eve.change_requests.approve(stale.id).status == "conflict"
     assert client.registries.retrieve(ref, "greeting", label="production").version == "2"
+    with pytest.raises(BadRequest) as deleting:
+        client.registries.delete(ref)
+    assert deleting.value.code == "protected"
 
 
 def test_policies_need_approval_when_the_organization_says_so(client, team):

@@ -102,8 +102,17 @@ def list_registries(
 
 
 def delete_registry(session: Session, *, org_id: str, ref: str) -> Registry:
-    """Soft delete: the registry and its artifacts answer 404 from now on; every row stays."""
+    """Soft delete: the registry and its artifacts answer 404 from now on; every row stays. One with
+    protected labels is refused: deleting it would change what they serve without a review."""
     row = _owned_registry(session, org_id=org_id, ref=ref)
+    if row.protected_labels:
+        labels = ", ".join(row.protected_labels)
+        raise InvalidInput(
+            f"Registry '{ref}' has protected labels ({labels}): an admin unprotects them "
+            "(PATCH /registries) before it can be deleted",
+            field="registryRef",
+            code="protected",
+        )
     row.deleted_at = utcnow()
     session.flush()
     return _registry_record(session, row)
