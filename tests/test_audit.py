@@ -198,7 +198,8 @@ def walk_change_requests(walk: Walk, environment_id: str) -> None:
 def document_writes(server) -> set[str]:
     """The operationIds of every operation that may write (POST, PUT, PATCH, DELETE), less the
     reads sent as POST (lists, previews, drafting, connection tests)."""
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    # The first document is built on demand: on a busy machine that takes longer than the default 5 s.
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     reads = {"listAgents", "listEnvironments", "previewDeployment", "generatePolicyPrompt", "testProvider"}
     return {
         operation["operationId"]
