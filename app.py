@@ -122,6 +122,7 @@ MENU: dict[str, list[st.Page]] = {
         st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
         st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
         st.Page("pages/deployments.py", title="Deployments", icon=":material/rocket_launch:"),
+        st.Page("pages/changes.py", title="Changes", icon=":material/approval:"),
     ],
     "Prompts": [
         st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),

@@ -14,6 +14,7 @@ from api import constants
 from api.agents import AgentsResource
 from api.api_keys import ApiKey, ApiKeysResource
 from api.audit import AuditResource
+from api.changes import ChangeRequestsResource, SettingsResource
 from api.common import ErrorDetail
 from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
@@ -69,6 +70,8 @@ class OrgdeckClient:
         self.policies = PoliciesResource(self)
         self.notifications = NotificationsResource(self)
         self.deployments = DeploymentsResource(self)
+        self.change_requests = ChangeRequestsResource(self)
+        self.settings = SettingsResource(self)
 
     # -- plumbing -------------------------------------------------------------------------
 

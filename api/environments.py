@@ -18,6 +18,7 @@ from api.common import (
     Record,
     SecretField,
     Timestamp,
+    WholeNumber,
 )
 from api.deployments import JobStatus
 from api.resource import Resource, body
@@ -89,6 +90,12 @@ class UpdateEnvironment(OrgScoped):
     description: Patch[Description] = None
     target: Patch[Target] = None
     webhook_url: Patch[WebhookUrl] = None
+    protected: Patch[bool] = Field(
+        None, description="Deployments here need approved change requests; changing it needs admin."
+    )
+    required_approvals: Patch[WholeNumber(1, 5)] = Field(
+        None, description="Approvals a deployment here needs (1-5); changing it needs admin."
+    )
 
 
 class ListEnvironments(OrgScoped):
@@ -113,6 +120,8 @@ class Environment(Record):
     description: str
     target: Target
     webhook_url: str | None = None
+    protected: bool = Field(False, description="Deployments here go through change requests.")
+    required_approvals: int = Field(1, description="Approvals a deployment here needs.")
     secret_count: int = Field(description="Secrets scoped to this environment (org-wide ones not counted).")
     last_deployment: LastDeployment | None = Field(None, description="Its newest job; null before any.")
     signing_key_created_at: Timestamp | None = Field(
@@ -232,6 +241,8 @@ class EnvironmentsResource(Resource):
         description: str | None = None,
         target: str | None = None,
         webhook_url: str | None = None,
+        protected: bool | None = None,
+        required_approvals: int | None = None,
         org_slug: str | None = None,
     ) -> Environment:
         payload = body(
@@ -241,6 +252,8 @@ class EnvironmentsResource(Resource):
             description=description,
             target=target,
             webhook_url=webhook_url,
+            protected=protected,
+            required_approvals=required_approvals,
         )
         answer = self._client.request("PATCH", f"/environments/{environment_id}", json=payload)
         return Environment.model_validate(answer)

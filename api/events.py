@@ -13,6 +13,8 @@ EventType = Literal[
     "deployment.complete",
     "deployment.error",
     "deployment.partial",
+    "change_request.opened",
+    "change_request.decided",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 

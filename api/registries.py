@@ -20,6 +20,7 @@ from api.common import (
     Matching,
     OrgScoped,
     Page,
+    Patch,
     Record,
     Request,
     Timestamp,
@@ -170,6 +171,21 @@ class RegistryAddress(Request):
     registry_ref: RegistryRef = Field(description="`<orgSlug>/<name>` of the registry.")
 
 
+class UpdateRegistry(RegistryAddress):
+    """Only the fields sent change."""
+
+    protected_labels: Patch[list[Label]] = Field(
+        None, description="Labels moved only through approved change requests (e.g. ['production'])."
+    )
+
+    @field_validator("protected_labels")
+    @classmethod
+    def _not_latest(cls, labels: list[str] | None) -> list[str] | None:
+        if labels is not None and LATEST_LABEL in labels:
+            raise PydanticCustomError("reserved_label", RESERVED_LABEL_MESSAGE)
+        return sorted(set(labels)) if labels is not None else None
+
+
 class PublishArtifact(RegistryAddress):
     name: ArtifactName
     content: PromptContent = Field(
@@ -232,6 +248,7 @@ class Registry(Record):
     description: str
     artifact_count: int
     version_count: int
+    protected_labels: list[str] = Field([], description="Labels moved only through change requests.")
     created_at: Timestamp
     deleted_at: Timestamp | None = None
 
@@ -323,6 +340,11 @@ class RegistriesResource(Resource):
         """Soft delete: the registry and its artifacts answer 404 until restored."""
         answer = self._client.request("DELETE", "/registries", params={"registryRef": registry_ref})
         return Registry.model_validate(answer)
+
+    def update(self, registry_ref: str, *, protected_labels: list[str] | None = None) -> Registry:
+        """Set which labels move only through approved change requests (admin)."""
+        payload = body(UpdateRegistry, registry_ref=registry_ref, protected_labels=protected_labels)
+        return Registry.model_validate(self._client.request("PATCH", "/registries", json=payload))
 
     def restore(self, registry_ref: str) -> Registry:
         payload = body(RegistryAddress, registry_ref=registry_ref)

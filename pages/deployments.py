@@ -27,11 +27,13 @@ from api.deployments import (
     DeploymentJob,
     DeploymentMetrics,
     DeploymentPreview,
+    DeploymentRequest,
     FieldChange,
     MetricsFigures,
     StatusMatrix,
 )
 from api.environments import Environment
+from api.resource import body
 from components import layout
 from components.charts import (
     METRIC_LABELS,
@@ -557,7 +559,30 @@ def preview_warnings(preview: DeploymentPreview, environment_name: str) -> bool:
     return bool(preview.warnings)
 
 
-def show_preview(stored: dict[str, Any], environment_name: str) -> None:
+def request_deployment(request: dict[str, Any], environment_name: str) -> None:
+    """A protected environment's Deploy: the previewed deployment opened as a change request."""
+    reason = st.text_input("Reason", key="deploy_reason", placeholder="What this release brings")
+    if st.button(
+        f"Request deployment to {environment_name}",
+        type="primary",
+        icon=":material/approval:",
+        key="deploy_request",
+        disabled=not reason.strip(),
+    ):
+        payload = body(DeploymentRequest, org_slug=connection.org_slug, **request)
+        try:
+            opened = orgdeck.change_requests.open("deployment", payload, reason.strip())
+        except ApiError as error:
+            show_error(error, "request the deployment", "deployment")
+        else:
+            st.session_state.pop(PREVIEW, None)
+            notify(
+                f"Requested the deployment to **{plain(environment_name)}** ({opened.id}): it runs once "
+                f"{opened.required_approvals} other member(s) approve it on the Changes page."
+            )
+
+
+def show_preview(stored: dict[str, Any], environment_name: str, *, protected: bool) -> None:
     preview: DeploymentPreview = stored["preview"]
     request: dict[str, Any] = stored["request"]
     counts = Counter(agent.status for agent in preview.agents)
@@ -567,8 +592,15 @@ def show_preview(stored: dict[str, Any], environment_name: str) -> None:
     blocked = preview_warnings(preview, environment_name)
     if not preview.has_changes:
         st.info("Nothing would change: every agent already runs exactly this there. Deploying redeploys it.")
+    if protected:
+        st.info(
+            f"**{plain(environment_name)} is protected:** a deployment there runs once other members "
+            "approve it.",
+            icon=":material/lock:",
+        )
+        request_deployment(request, environment_name)
     actions = st.container(horizontal=True)
-    if actions.button(
+    if not protected and actions.button(
         f"Deploy to {environment_name}",
         type="primary",
         icon=":material/rocket_launch:",
@@ -607,6 +639,7 @@ def follow(job_id: str, environment_names: dict[str, str]) -> None:
 def deploy_tab(environments: list[Environment]) -> None:
     names = {environment.id: environment.name for environment in environments}
     webhooks = {environment.id for environment in environments if environment.target == "webhook"}
+    protected = {environment.id for environment in environments if environment.protected}
     watched = st.session_state.get(WATCHED)
     if watched:
         polling = POLL_SECONDS if st.session_state.get(FOLLOWING) == watched else None
@@ -655,7 +688,8 @@ def deploy_tab(environments: list[Environment]) -> None:
         ask_preview(fields, environment_id, chosen, fleet_id, typed)
     stored = st.session_state.get(PREVIEW)
     if stored:
-        show_preview(stored, names.get(stored["request"]["environment_id"], "?"))
+        target = stored["request"]["environment_id"]
+        show_preview(stored, names.get(target, "?"), protected=target in protected)
 
 
 def ask_preview(

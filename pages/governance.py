@@ -4,9 +4,11 @@ edit and compare saved policies."""
 from __future__ import annotations
 
 import difflib
+from typing import Any
 
 import pandas as pd
 import streamlit as st
+from pydantic.alias_generators import to_camel
 
 from api import ApiError
 from api.common import MAX_PAGE_SIZE
@@ -39,6 +41,8 @@ DRAFT_FIELDS = {
 
 connection = current()
 orgdeck = client()
+# Where the organization requires it, saving a policy submits it for another member's approval.
+REVIEWED = load("read the organization's settings", orgdeck.settings.get).policy_approval_required
 
 
 def model_label(model: SystemModel) -> str:
@@ -123,8 +127,38 @@ def policy_fields(fields: FormFields, *, key: str, name_key: str) -> None:
     fields.text_input("description", key=f"{key}_edit_description")
 
 
-def save_draft(draft: PolicyDraft, fields: FormFields) -> None:
+def submit_for_approval(payload: dict[str, Any], reason: str, fields: FormFields, what: str) -> bool:
+    """Open a policy change request; True once it is open."""
+    try:
+        opened = orgdeck.change_requests.open("policy", payload, reason.strip() or what)
+    except ApiError as error:
+        fields.show(error, "submit the policy for approval")
+        return False
+    notify(
+        f"Submitted {plain(what)} for approval ({opened.id}): it takes effect once another member "
+        "approves it on the Changes page."
+    )
+    return True
+
+
+def reason_input(key: str) -> str:
+    return st.text_input("Reason (for the reviewers)", key=key) if REVIEWED else ""
+
+
+def save_draft(draft: PolicyDraft, fields: FormFields, reason: str) -> None:
     state = st.session_state
+    if REVIEWED:
+        payload = {
+            "name": state["draft_title"].strip(),
+            "ruleText": state["draft_text"],
+            "description": state["draft_edit_description"],
+            "category": state["draft_edit_category"],
+            "severity": state["draft_edit_severity"],
+            "draftedWith": f"{draft.drafted_with.name} / {draft.drafted_with.model}"[:200],
+        }
+        if submit_for_approval(payload, reason, fields, f"new policy {payload['name']}"):
+            state.pop(DRAFT)
+        return
     try:
         saved = orgdeck.policies.create(
             state["draft_title"].strip(),
@@ -158,8 +192,14 @@ def draft_editor() -> None:
     fields = FormFields("policy")
     policy_fields(fields, key="draft", name_key="draft_title")
     fields.text_area("ruleText", key="draft_text", label="Draft rule text", height=320)
-    if st.button("Save as policy", type="primary", icon=":material/save:", **control("createPolicy")):
-        save_draft(draft, fields)
+    reason = reason_input("draft_reason")
+    if st.button(
+        "Submit for approval" if REVIEWED else "Save as policy",
+        type="primary",
+        icon=":material/save:",
+        **control("openChangeRequest" if REVIEWED else "createPolicy"),
+    ):
+        save_draft(draft, fields, reason)
 
 
 def edit_form(policy: PolicyWithVersions) -> None:
@@ -177,7 +217,12 @@ def edit_form(policy: PolicyWithVersions) -> None:
         fields = FormFields("policy")
         policy_fields(fields, key=key, name_key=f"{key}_name")
         fields.text_area("ruleText", key=f"{key}_text", label="Rule text", height=260)
-        if not st.form_submit_button("Save as new version", type="primary", **control("updatePolicy")):
+        reason = reason_input(f"{key}_reason")
+        if not st.form_submit_button(
+            "Submit for approval" if REVIEWED else "Save as new version",
+            type="primary",
+            **control("openChangeRequest" if REVIEWED else "updatePolicy"),
+        ):
             return
     state = st.session_state
     typed = {
@@ -190,6 +235,10 @@ def edit_form(policy: PolicyWithVersions) -> None:
     changes = {field: value for field, value in typed.items() if value != getattr(policy, field)}
     if not changes:
         st.info("Nothing changed: no new version was made.")
+        return
+    if REVIEWED:
+        payload = {"policyId": policy.id} | {to_camel(field): value for field, value in changes.items()}
+        submit_for_approval(payload, reason, fields, f"changes to {policy.name}")
         return
     try:
         updated = orgdeck.policies.update(policy.id, **changes)
@@ -242,8 +291,15 @@ def policy_details(policy: PolicyWithVersions) -> None:
         f"Delete **{plain(policy.name)}** and all {len(policy.versions)} versions? This cannot be undone."
     )
     if confirmed(
-        "Delete policy", key=f"delete_policy_{policy.id}", warning=warning, **control("deletePolicy")
+        "Delete policy",
+        key=f"delete_policy_{policy.id}",
+        warning=warning,
+        **control("openChangeRequest" if REVIEWED else "deletePolicy"),
     ):
+        if REVIEWED:
+            payload = {"policyId": policy.id, "delete": True}
+            submit_for_approval(payload, "", FormFields("policy"), f"deleting {policy.name}")
+            return
         try:
             orgdeck.policies.delete(policy.id)
         except ApiError as error:

@@ -64,6 +64,20 @@ class InsufficientRole(Forbidden):
         self.needed, self.held = needed, held
 
 
+class ApprovalRequired(Forbidden):
+    """A protected action called directly: it goes through a change request instead."""
+
+    code = "approval_required"
+
+    def __init__(self, *, rule: str, kind: str, field: str) -> None:
+        super().__init__(
+            f"{rule}: this change needs approval. Open a change request with POST /change-requests "
+            f"(kind '{kind}', payload: this request's body, and a reason); it applies once approved",
+            field=field,
+        )
+        self.rule, self.kind = rule, kind
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"

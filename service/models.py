@@ -3,6 +3,7 @@
 from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
 from service.api_keys.models import ApiKeyRow
 from service.audit.models import AuditEventRow
+from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.db import Base
 from service.deployments.models import (
     AgentDeploymentRow,
@@ -35,6 +36,8 @@ __all__ = [
     "ApiKeyRow",
     "AuditEventRow",
     "Base",
+    "ChangeRequestRow",
+    "ChangeReviewRow",
     "ChannelRow",
     "DeliveryLogRow",
     "DeliveryRow",

@@ -12,6 +12,7 @@ from service.agents.routes import router as agents_router
 from service.api_keys.routes import router as api_keys_router
 from service.api_keys.service import touch_key
 from service.audit.routes import router as audit_router
+from service.changes.routes import router as changes_router
 from service.deployments.routes import router as deployments_router
 from service.deps import DbSession, Viewer
 from service.environments.routes import router as environments_router
@@ -99,4 +100,5 @@ API_ROUTERS = (
     agents_router,
     fleets_router,
     notifications_router,
+    changes_router,
 )

@@ -17,6 +17,7 @@ import logging
 import threading
 from collections.abc import Callable, Sequence
 
+from service.changes.service import expire_change_requests
 from service.db import Database
 from service.deployments.runner import run_deployment_jobs
 from service.deployments.states import check_due_states
@@ -31,7 +32,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return [run_deployment_jobs, check_due_states, expire_keys]
+    return [run_deployment_jobs, check_due_states, expire_keys, expire_change_requests]
 
 
 class Worker:

@@ -164,15 +164,42 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
     walk.write("updatePolicy", lambda: c.policies.update(policy.id, rule_text="Never log secrets, ever."))
     walk.write("deletePolicy", lambda: c.policies.delete(policy.id))
 
+    walk_change_requests(walk, environment.id)
+
     missing = document_writes - walk.actions - NOT_WALKED.keys()
     assert not missing, f"writes the walk does not reach: {sorted(missing)}"
+
+
+def walk_change_requests(walk: Walk, environment_id: str) -> None:
+    """Protection rules, settings, and a change request opened, cancelled, rejected and approved:
+    requests another member opens are theirs (walked, not checked), reviews are the walker's."""
+    c = walk.client
+    walk.write("updateEnvironment", lambda: c.environments.update(environment_id, protected=True))
+    walk.write(
+        "updateRegistry",
+        lambda: c.registries.update(f"{walk.org.slug}/prompts", protected_labels=["production"]),
+    )
+    walk.write("updateSettings", lambda: c.settings.update(change_request_ttl_days=14))
+    payload = {"environmentId": environment_id, "agentStableKeys": ["triage"]}
+    own = walk.write("openChangeRequest", lambda: c.change_requests.open("deployment", payload, "Mine"))
+    walk.write("cancelChangeRequest", lambda: c.change_requests.cancel(own.id))
+    member = c.members.create("ops@example.com", "Ops", "operator")
+    with OrgdeckClient(
+        c.base_url, c.api_keys.create("ops-key", member_id=member.id).key, org_slug=walk.org.slug
+    ) as ops:
+        theirs = [ops.change_requests.open("deployment", payload, f"Release {n}") for n in range(2)]
+    walk.write("rejectChangeRequest", lambda: c.change_requests.reject(theirs[0].id, comment="No"))
+    applied = walk.write("approveChangeRequest", lambda: c.change_requests.approve(theirs[1].id))
+    assert applied.status == "applied"
+    wait_for_end(c, applied.result["jobId"])
 
 
 @pytest.fixture
 def document_writes(server) -> set[str]:
     """The operationIds of every operation that may write (POST, PUT, PATCH, DELETE), less the
     reads sent as POST (lists, previews, drafting, connection tests)."""
-    document = httpx.get(f"{server.url}/openapi.json").json()
+    # The first document is built on demand: on a busy machine that takes longer than the default 5 s.
+    document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
     reads = {"listAgents", "listEnvironments", "previewDeployment", "generatePolicyPrompt", "testProvider"}
     return {
         operation["operationId"]

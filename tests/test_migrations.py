@@ -111,3 +111,57 @@ def _earlier_deliveries(connection: Connection) -> None:
     metadata.reflect(connection, only=list(rows))
     for table, values in rows.items():
         connection.execute(metadata.tables[table].insert(), values)
+
+
+def test_change_requests_downgrade_keeps_every_organizations_rows(tmp_path):
+    """0019 adds its columns to organizations, environments and registries in place: down and up
+    again never copies and drops those tables (dropping `organizations` would cascade to all)."""
+    with scratch_database(tmp_path) as url:
+        db = Database(url)
+        config = alembic_config(db)
+        try:
+            command.upgrade(config, "heads")
+            now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+            with db.engine.begin() as connection:
+                metadata = MetaData()
+                metadata.reflect(connection, only=["organizations", "environments"])
+                connection.execute(
+                    metadata.tables["organizations"].insert(),
+                    {
+                        "id": "org_1",
+                        "slug": "acme",
+                        "name": "Acme",
+                        "created_at": now,
+                        "change_request_ttl_days": 3,
+                    },
+                )
+                connection.execute(
+                    metadata.tables["environments"].insert(),
+                    {
+                        "id": "env_1",
+                        "org_id": "org_1",
+                        "name": "production",
+                        "description": "",
+                        "target": "builtin",
+                        "protected": True,
+                        "required_approvals": 2,
+                        "created_at": now,
+                        "updated_at": now,
+                    },
+                )
+            command.downgrade(config, "0018_members_audit")
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                environment = connection.execute(
+                    text("SELECT name, protected, required_approvals FROM environments")
+                ).one()
+                org = connection.execute(
+                    text("SELECT slug, change_request_ttl_days FROM organizations")
+                ).one()
+                context = MigrationContext.configure(connection, opts={"compare_type": True})
+                assert compare_metadata(context, Base.metadata) == []
+            # The rows survive; the columns come back with their defaults.
+            assert tuple(environment) == ("production", False, 1)
+            assert tuple(org) == ("acme", 7)
+        finally:
+            db.dispose()

@@ -21,7 +21,8 @@ OPTIONAL_KEY = {
 def document(server) -> dict[str, Any]:
     import httpx
 
-    return httpx.get(f"{server.url}/openapi.json").json()
+    # The first document is built on demand: on a busy machine that takes longer than the default 5 s.
+    return httpx.get(f"{server.url}/openapi.json", timeout=60).json()
 
 
 def operations(document: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:

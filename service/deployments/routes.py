@@ -12,7 +12,6 @@ from api.deployments import (
     DEFAULT_JOB_PAGE_SIZE,
     DEFAULT_STATUS_PAGE_SIZE,
     JOB_STATUSES,
-    AgentPreview,
     DeploymentJob,
     DeploymentMetrics,
     DeploymentPreview,
@@ -70,16 +69,7 @@ def preview_deployment(body: DeploymentRequest, caller: Viewer, session: DbSessi
     environment, planned = service.plan_deployment(
         session, org_id=caller.org_id_for(body.org_slug), request=body
     )
-    agents = [
-        AgentPreview(
-            stable_key=plan.agent.stable_key,
-            status=plan.status,
-            current_version=plan.current.version if plan.current else None,
-            target_version=plan.version,
-            changes=plan.changes(),
-        )
-        for plan in planned
-    ]
+    agents = service.agent_previews(planned)
     has_changes = any(agent.status != "unchanged" for agent in agents)
     return DeploymentPreview(
         environment_id=environment.id,

@@ -13,8 +13,9 @@ from sqlalchemy import Integer, Select, and_, bindparam, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
-from api.deployments import JOB_STATUSES, DeploymentRequest, FieldChange, PreviewWarning
+from api.deployments import JOB_STATUSES, AgentPreview, DeploymentRequest, FieldChange, PreviewWarning
 from service.agents.models import AgentRow, AgentVersionRow
+from service.changes.protection import require_review_of_deployment
 from service.crypto import Cipher, reencrypt_column
 from service.db import utcnow
 from service.deployments.changes import diff_deployment
@@ -99,9 +100,28 @@ def _missing_signing_key(session: Session, environment: EnvironmentRow) -> Previ
     )
 
 
-def create_job(session: Session, *, org_id: str, request: DeploymentRequest) -> DeploymentJobRow:
-    """A pending job deploying the request's agents; a worker picks it up."""
+def agent_previews(planned: Sequence[PlannedAgent]) -> list[AgentPreview]:
+    """What each planned agent changes, as a preview shows it."""
+    return [
+        AgentPreview(
+            stable_key=plan.agent.stable_key,
+            status=plan.status,
+            current_version=plan.current.version if plan.current else None,
+            target_version=plan.version,
+            changes=plan.changes(),
+        )
+        for plan in planned
+    ]
+
+
+def create_job(
+    session: Session, *, org_id: str, request: DeploymentRequest, reviewed: bool = False
+) -> DeploymentJobRow:
+    """A pending job deploying the request's agents; a worker picks it up. A protected environment
+    takes it only from an approved change request (`reviewed`)."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
+    if not reviewed:
+        require_review_of_deployment(environment)
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
         raise InvalidInput(missing_key.message, field="environmentId", code=missing_key.code)

@@ -106,9 +106,14 @@ def get_environment(
 def update_environment(
     environment_id: str, body: UpdateEnvironment, caller: Operator, session: DbSession
 ) -> Environment:
-    """Change any of name, description, target and webhookUrl."""
+    """Change any of name, description, target and webhookUrl; an admin also protected and
+    requiredApprovals (deployments to a protected environment go through change requests)."""
     environment = service.update_environment(
-        session, org_id=caller.org_id_for(body.org_slug), environment_id=environment_id, request=body
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        environment_id=environment_id,
+        request=body,
+        role=caller.role,
     )
     return _one(session, environment)
 

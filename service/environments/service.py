@@ -14,12 +14,13 @@ from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
+from api.members import role_at_least
 from service.agents.models import AgentRow
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
 from service.environments.models import EnvironmentRow, SecretRow
-from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
 from service.patches import patched_fields
 
 
@@ -72,12 +73,19 @@ def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Env
     )
 
 
+# Protection rules of an environment: the route is the operator's, these fields the admin's.
+PROTECTION_FIELDS = ("protected", "required_approvals")
+
+
 def update_environment(
-    session: Session, *, org_id: str, environment_id: str, request: UpdateEnvironment
+    session: Session, *, org_id: str, environment_id: str, request: UpdateEnvironment, role: str
 ) -> EnvironmentRow:
-    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use."""
-    environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use.
+    Protection rules (`protected`, `requiredApprovals`) change only by an admin (`role`)."""
     changes = patched_fields(request)
+    if any(field in changes for field in PROTECTION_FIELDS) and not role_at_least(role, "admin"):
+        raise InsufficientRole(needed="admin", held=role, action="Changing protected or requiredApprovals")
+    environment = get_environment(session, org_id=org_id, environment_id=environment_id)
     target = changes.get("target", environment.target)
     if target == "builtin" and "webhook_url" not in changes:
         changes = {**changes, "webhook_url": None}

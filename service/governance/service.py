@@ -17,6 +17,7 @@ from api.governance import (
     TokenUsage,
     UpdatePolicy,
 )
+from service.changes.protection import require_review_of_policies
 from service.crypto import Cipher
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.governance.drafting import (
@@ -97,7 +98,12 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
     )
 
 
-def create_policy(session: Session, *, org_id: str, request: CreatePolicy) -> PolicyRow:
+def create_policy(
+    session: Session, *, org_id: str, request: CreatePolicy, reviewed: bool = False
+) -> PolicyRow:
+    """Save a policy as version 1 (through a change request where the organization requires it)."""
+    if not reviewed:
+        require_review_of_policies(session, org_id=org_id)
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
     policy = PolicyRow(
@@ -152,9 +158,13 @@ def get_policy(session: Session, *, org_id: str, policy_id: str) -> PolicyRow:
     return policy
 
 
-def update_policy(session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy) -> PolicyRow:
+def update_policy(
+    session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy, reviewed: bool = False
+) -> PolicyRow:
     """Apply the given fields; a change of content becomes a new version, the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
+    if not reviewed:
+        require_review_of_policies(session, org_id=org_id)
     changes = {
         field: getattr(request, field)
         for field in VERSIONED_FIELDS
@@ -177,8 +187,10 @@ def update_policy(session: Session, *, org_id: str, policy_id: str, request: Upd
     return policy
 
 
-def delete_policy(session: Session, *, org_id: str, policy_id: str) -> PolicyRow:
+def delete_policy(session: Session, *, org_id: str, policy_id: str, reviewed: bool = False) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
+    if not reviewed:
+        require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
     return policy

@@ -25,6 +25,8 @@ TITLES = {
     "deployment.complete": "Deployment complete",
     "deployment.error": "Deployment failed",
     "deployment.partial": "Deployment partly failed",
+    "change_request.opened": "Change request opened",
+    "change_request.decided": "Change request decided",
 }
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import String
+from sqlalchemy import Integer, String
 from sqlalchemy.orm import Mapped, mapped_column
 
 from service.db import Base, UTCDateTime, utcnow
@@ -16,3 +16,6 @@ class OrganizationRow(Base):
     slug: Mapped[str] = mapped_column(String(63), unique=True)
     name: Mapped[str] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Settings of reviewed changes (service.changes): policies need approval; open requests expire.
+    policy_approval_required: Mapped[bool] = mapped_column(default=False)
+    change_request_ttl_days: Mapped[int] = mapped_column(Integer, default=7)

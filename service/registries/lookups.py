@@ -121,6 +121,7 @@ def registry_record(
         description=row.description,
         artifact_count=artifact_count,
         version_count=version_count,
+        protected_labels=row.protected_labels or [],
         created_at=row.created_at,
         deleted_at=row.deleted_at,
     )

@@ -25,6 +25,8 @@ class RegistryRow(Base):
     description: Mapped[str] = mapped_column(String(2000), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     deleted_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Labels moved only through approved change requests (service.changes).
+    protected_labels: Mapped[list[str]] = mapped_column(JSON, default=list)
 
     org: Mapped[OrganizationRow] = relationship(lazy="joined", innerjoin=True)
 

@@ -19,10 +19,20 @@ from api.registries import (
     RegistryAddress,
     RegistryRef,
     RetrievedArtifact,
+    UpdateRegistry,
     Version,
 )
 from service.caching import ONE_YEAR_SECONDS, cache_control, cached_json
-from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OptionalCaller, OrgSlugQuery, Viewer
+from service.deps import (
+    Admin,
+    Author,
+    DbSession,
+    LimitQuery,
+    OffsetQuery,
+    OptionalCaller,
+    OrgSlugQuery,
+    Viewer,
+)
 from service.errors import InvalidInput
 from service.registries import service
 from service.routing import Route
@@ -67,6 +77,14 @@ def list_registries(
 def delete_registry(registry_ref: RegistryRefQuery, caller: Author, session: DbSession) -> Registry:
     """Soft delete: the registry and its artifacts answer 404 until restored; nothing is erased."""
     return service.delete_registry(session, org_id=caller.org_id, ref=registry_ref)
+
+
+@router.patch("", response_model=Registry)
+def update_registry(body: UpdateRegistry, caller: Admin, session: DbSession) -> Registry:
+    """Set the registry's protected labels: moved only through approved change requests."""
+    return service.update_registry(
+        session, org_id=caller.org_id, ref=body.registry_ref, protected_labels=body.protected_labels
+    )
 
 
 @router.post("/restore", response_model=Registry)

@@ -8,6 +8,7 @@ another organization's key: 404, as if it did not exist).
 from __future__ import annotations
 
 import hashlib
+import json
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -31,6 +32,7 @@ from api.registries import (
     content_type,
     template_variables,
 )
+from service.changes.protection import require_review_of_labels
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.orgs.models import OrganizationRow
@@ -117,8 +119,17 @@ def list_registries(
 
 
 def delete_registry(session: Session, *, org_id: str, ref: str) -> Registry:
-    """Soft delete: the registry and its artifacts answer 404 from now on; every row stays."""
+    """Soft delete: the registry and its artifacts answer 404 from now on; every row stays. One with
+    protected labels is refused: deleting it would change what they serve without a review."""
     row = owned_registry(session, org_id=org_id, ref=ref)
+    if row.protected_labels:
+        labels = ", ".join(row.protected_labels)
+        raise InvalidInput(
+            f"Registry '{ref}' has protected labels ({labels}): an admin unprotects them "
+            "(PATCH /registries) before it can be deleted",
+            field="registryRef",
+            code="protected",
+        )
     row.deleted_at = utcnow()
     session.flush()
     return registry_record(session, row)
@@ -144,6 +155,7 @@ def publish(session: Session, *, org_id: str, request: PublishArtifact) -> Publi
     """
     ref, name, content, version = request.registry_ref, request.name, request.content, request.version
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    require_review_of_labels(registry, request.labels)
     artifact = session.scalar(
         select(RegistryArtifactRow).where(
             RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
@@ -235,10 +247,15 @@ def _add_version(
     return row
 
 
-def move_label(session: Session, *, org_id: str, request: MoveLabel) -> ArtifactVersion:
-    """Point the label at the version of the artifact, taking it off any other version."""
+def move_label(
+    session: Session, *, org_id: str, request: MoveLabel, reviewed: bool = False
+) -> ArtifactVersion:
+    """Point the label at the version of the artifact, taking it off any other version. A protected
+    label moves only by an approved change request (`reviewed`)."""
     ref, name = request.registry_ref, request.name
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    if not reviewed:
+        require_review_of_labels(registry, [request.label])
     artifact = find_artifact(session, registry, ref, name)
     row = find_version(session, artifact, request.version)
     _point_label(session, artifact.id, request.label, row.id)
@@ -246,6 +263,36 @@ def move_label(session: Session, *, org_id: str, request: MoveLabel) -> Artifact
     return ArtifactVersion(
         **version_fields(ref, name, row), labels=labels_of_versions(session, [row.id])[row.id]
     )
+
+
+def label_move(
+    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
+) -> tuple[RegistryArtifactVersionRow | None, RegistryArtifactVersionRow]:
+    """The version `label` points at now (None if nowhere) and the one it would point at."""
+    registry = owned_registry(session, org_id=org_id, ref=ref)
+    artifact = find_artifact(session, registry, ref, name)
+    target = find_version(session, artifact, version)
+    pointer = session.get(RegistryArtifactLabelRow, (artifact.id, label))
+    current = session.get(RegistryArtifactVersionRow, pointer.version_id) if pointer is not None else None
+    return current, target
+
+
+def update_registry(
+    session: Session, *, org_id: str, ref: str, protected_labels: list[str] | None
+) -> Registry:
+    """Set the registry's protected labels (those moved only through approved change requests)."""
+    row = owned_registry(session, org_id=org_id, ref=ref, lock=True)
+    if protected_labels is not None and protected_labels != row.protected_labels:
+        row.protected_labels = protected_labels
+        session.flush()
+    return registry_record(session, row)
+
+
+def content_text(row: RegistryArtifactVersionRow) -> str:
+    """A version's content as lines a diff compares: the text, or the chat messages one per block."""
+    if row.content_type == "text":
+        return row.content
+    return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in json.loads(row.content))
 
 
 def _point_label(session: Session, artifact_id: str, label: str, version_id: str) -> None:

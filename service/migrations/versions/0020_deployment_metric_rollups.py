@@ -3,7 +3,7 @@
 The rollups are counted from the jobs that have ended so far, as the worker would have kept them.
 
 Revision ID: 0020_deployment_metric_rollups
-Revises: 0018_members_audit
+Revises: 0019_change_requests
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import service.db
 from service.deployments.rollups import Ended, count_agent_results, count_metrics, metric_rows
 
 revision = "0020_deployment_metric_rollups"
-down_revision = "0018_members_audit"
+down_revision = "0019_change_requests"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,215 @@
+"""Wire models of reviewed changes (change requests, their reviews, the settings that govern them)
+and their client.
+
+A protected action (a deployment to a protected environment, a move of a protected label, a policy
+change where the organization requires approval) answers 403 `approval_required` when called
+directly; it is opened as a change request with the direct call's body as `payload`, and applied by
+the last approval it needs.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, get_args
+
+from pydantic import Field
+
+from api.common import (
+    Description,
+    JsonObject,
+    OrgScoped,
+    Page,
+    Patch,
+    Record,
+    Timestamp,
+    Trimmed,
+    WholeNumber,
+)
+from api.governance import UpdatePolicy
+from api.resource import Resource, body
+
+ChangeKind = Literal["deployment", "label", "policy"]
+ChangeStatus = Literal["open", "applied", "rejected", "conflict", "expired", "cancelled"]
+CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
+CHANGE_STATUSES: tuple[str, ...] = get_args(ChangeStatus)
+# The role a change needs, to open it and to review it: the role of its direct call.
+CHANGE_ROLES = {"deployment": "operator", "label": "author", "policy": "author"}
+# Where a change request's payload goes when it is applied.
+DIRECT_CALLS = {
+    "deployment": "POST /agents/deployments",
+    "label": "POST /registries/artifacts/labels",
+    "policy": "POST /governance/policies, PATCH or DELETE /governance/policies/{policyId}",
+}
+MAX_REQUIRED_APPROVALS = 5
+DEFAULT_TTL_DAYS = 7
+Reason = Trimmed(2000)
+
+
+class OpenChangeRequest(OrgScoped):
+    kind: ChangeKind
+    payload: JsonObject = Field(
+        description="The direct call's body: a deployment (as POST /agents/deployments), a label move "
+        "(as POST /registries/artifacts/labels), or a policy (as POST /governance/policies; with "
+        "`policyId` as its PATCH; `policyId` and `delete: true` to delete it)."
+    )
+    reason: Reason = Field(description="Why the change is wanted; reviewers read it.")
+
+
+class PolicyUpdateChange(UpdatePolicy):
+    """A policy change request's payload changing an existing policy."""
+
+    policy_id: str = Field(max_length=40)
+
+
+class PolicyDeleteChange(OrgScoped):
+    """A policy change request's payload deleting a policy."""
+
+    policy_id: str = Field(max_length=40)
+    delete: Literal[True]
+
+
+class ReviewChangeRequest(OrgScoped):
+    comment: Description = ""
+
+
+class CancelChangeRequest(OrgScoped):
+    """Withdraw an open change request (its requester only)."""
+
+
+class Requester(Record):
+    key_id: str
+    key_name: str
+    member_id: str | None = None
+    email: str | None = None
+
+
+class Review(Record):
+    member_id: str
+    email: str
+    key_id: str
+    verdict: Literal["approve", "reject"]
+    comment: str
+    created_at: Timestamp
+
+
+class ChangeRequest(Record):
+    id: str
+    kind: ChangeKind
+    status: ChangeStatus
+    target: str = Field(description="What it changes, in words (e.g. `environment production`).")
+    reason: str
+    payload: dict[str, Any] = Field(
+        description="What will be applied: the direct call's body, a deployment's versions pinned."
+    )
+    preview: dict[str, Any] = Field(
+        description="What it changes: a deployment's per-agent field changes, a label's content diff, "
+        "a policy's text diff, each with the state it replaces (`before`)."
+    )
+    requested_by: Requester
+    required_approvals: int
+    approvals: list[Review]
+    rejection: Review | None = None
+    result: dict[str, Any] | None = Field(
+        None, description="What applying produced: `jobId`, `label` and `version`, `policyId` and `version`."
+    )
+    conflict: str | None = Field(None, description="With status conflict: what moved since it was opened.")
+    created_at: Timestamp
+    expires_at: Timestamp
+    decided_at: Timestamp | None = None
+
+
+class OrgSettings(Record):
+    policy_approval_required: bool = Field(description="New policies and policy changes need approval.")
+    change_request_ttl_days: int = Field(description="Days an open change request waits before it expires.")
+
+
+class OrgSettingsUpdate(OrgScoped):
+    """Only the fields sent change."""
+
+    policy_approval_required: Patch[bool] = None
+    change_request_ttl_days: Patch[WholeNumber(1, 365)] = None
+
+
+class ChangeRequestsResource(Resource):
+    def open(
+        self, kind: str, payload: dict[str, Any], reason: str, *, org_slug: str | None = None
+    ) -> ChangeRequest:
+        """Open a change request for `payload`, the body the direct call would take."""
+        answer = self._client.request(
+            "POST",
+            "/change-requests",
+            json=body(
+                OpenChangeRequest, org_slug=self._org(org_slug), kind=kind, payload=payload, reason=reason
+            ),
+        )
+        return ChangeRequest.model_validate(answer)
+
+    def list(
+        self,
+        *,
+        status: str | None = None,
+        kind: str | None = None,
+        limit: int | None = None,
+        cursor: str | None = None,
+        org_slug: str | None = None,
+    ) -> Page[ChangeRequest]:
+        params = {
+            "orgSlug": self._org(org_slug),
+            "status": status,
+            "kind": kind,
+            "limit": limit,
+            "cursor": cursor,
+        }
+        return Page[ChangeRequest].model_validate(
+            self._client.request("GET", "/change-requests", params=params)
+        )
+
+    def get(self, change_request_id: str, *, org_slug: str | None = None) -> ChangeRequest:
+        answer = self._client.request(
+            "GET", f"/change-requests/{change_request_id}", params={"orgSlug": self._org(org_slug)}
+        )
+        return ChangeRequest.model_validate(answer)
+
+    def approve(
+        self, change_request_id: str, *, comment: str | None = None, org_slug: str | None = None
+    ) -> ChangeRequest:
+        """Approve; the last approval needed applies the change (or ends the request `conflict`)."""
+        return self._review(change_request_id, "approve", comment, org_slug)
+
+    def reject(
+        self, change_request_id: str, *, comment: str | None = None, org_slug: str | None = None
+    ) -> ChangeRequest:
+        return self._review(change_request_id, "reject", comment, org_slug)
+
+    def cancel(self, change_request_id: str, *, org_slug: str | None = None) -> ChangeRequest:
+        payload = body(CancelChangeRequest, org_slug=self._org(org_slug))
+        answer = self._client.request("POST", f"/change-requests/{change_request_id}/cancel", json=payload)
+        return ChangeRequest.model_validate(answer)
+
+    def _review(
+        self, change_request_id: str, verdict: str, comment: str | None, org_slug: str | None
+    ) -> ChangeRequest:
+        payload = body(ReviewChangeRequest, org_slug=self._org(org_slug), comment=comment)
+        answer = self._client.request("POST", f"/change-requests/{change_request_id}/{verdict}", json=payload)
+        return ChangeRequest.model_validate(answer)
+
+
+class SettingsResource(Resource):
+    def get(self, *, org_slug: str | None = None) -> OrgSettings:
+        return OrgSettings.model_validate(
+            self._client.request("GET", "/settings", params={"orgSlug": self._org(org_slug)})
+        )
+
+    def update(
+        self,
+        *,
+        policy_approval_required: bool | None = None,
+        change_request_ttl_days: int | None = None,
+        org_slug: str | None = None,
+    ) -> OrgSettings:
+        payload = body(
+            OrgSettingsUpdate,
+            org_slug=self._org(org_slug),
+            policy_approval_required=policy_approval_required,
+            change_request_ttl_days=change_request_ttl_days,
+        )
+        return OrgSettings.model_validate(self._client.request("PUT", "/settings", json=payload))
