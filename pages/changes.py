@@ -9,11 +9,12 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
-from api.changes import ChangeRequest
+from api.changes import CHANGE_ROLES, ChangeRequest
 from api.common import MAX_PAGE_SIZE
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_notice
 from components.formatting import ago
+from components.permissions import control
 
 DECIDED = ("applied", "rejected", "conflict", "expired", "cancelled")
 KIND_LABELS = {"deployment": "Deployment", "label": "Label move", "policy": "Policy"}
@@ -58,11 +59,20 @@ def review_form(request: ChangeRequest) -> None:
     with st.form(f"review_{request.id}"):
         comment = st.text_area("Comment", key=f"comment_{request.id}", height=68)
         buttons = st.container(horizontal=True)
+        # Reviewing needs the role the change itself needs, and is for another member than the requester.
+        needs = CHANGE_ROLES[request.kind]
         approve = buttons.form_submit_button(
-            "Approve", type="primary", icon=":material/check:", disabled=mine
+            "Approve",
+            type="primary",
+            icon=":material/check:",
+            **control("approveChangeRequest", at_least=needs, disabled=mine),
         )
-        reject = buttons.form_submit_button("Reject", icon=":material/close:", disabled=mine)
-        cancel = buttons.form_submit_button("Cancel request") if mine else False
+        reject = buttons.form_submit_button(
+            "Reject", icon=":material/close:", **control("rejectChangeRequest", at_least=needs, disabled=mine)
+        )
+        cancel = (
+            buttons.form_submit_button("Cancel request", **control("cancelChangeRequest")) if mine else False
+        )
     if mine:
         st.caption("You opened this request: another member reviews it.")
     try:

@@ -567,7 +567,7 @@ def request_deployment(request: dict[str, Any], environment_name: str) -> None:
         type="primary",
         icon=":material/approval:",
         key="deploy_request",
-        disabled=not reason.strip(),
+        **control("openChangeRequest", at_least="operator", disabled=not reason.strip()),
     ):
         payload = body(DeploymentRequest, org_slug=connection.org_slug, **request)
         try:
