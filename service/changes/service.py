@@ -8,13 +8,10 @@ writes) and can no longer be reviewed.
 
 from __future__ import annotations
 
-import difflib
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any, TypeVar
+from typing import Any
 
-from pydantic import BaseModel, ValidationError
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
@@ -25,48 +22,20 @@ from api.changes import (
     OpenChangeRequest,
     OrgSettings,
     OrgSettingsUpdate,
-    PolicyDeleteChange,
-    PolicyUpdateChange,
     Requester,
     Review,
 )
-from api.deployments import DeploymentRequest
-from api.governance import CreatePolicy
 from api.members import role_at_least
-from api.registries import MoveLabel
 from service.auth import Caller
+from service.changes.applying import APPLIERS
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
+from service.changes.plans import PLANNERS
 from service.db import Database, utcnow
-from service.deployments import service as deployments
-from service.deployments.models import AgentDeploymentRow
-from service.deployments.service import agent_previews
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
-from service.governance import service as governance
-from service.governance.models import PolicyRow
 from service.ids import is_id
 from service.orgs.models import OrganizationRow
-from service.registries import service as registries
 from service.settings import Settings
-
-POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
-
-
-class Moved(ServiceError):
-    """What a change would replace moved since it was previewed: the request ends `conflict`."""
-
-    code = "conflict"
-
-
-@dataclass(frozen=True)
-class Planned:
-    """A change as it will be applied (`payload`), what it changes (`preview`), and its rule."""
-
-    payload: dict[str, Any]
-    preview: dict[str, Any]
-    target: str
-    required_approvals: int = 1
-
 
 # -- settings -------------------------------------------------------------------------------
 
@@ -101,7 +70,7 @@ def open_change_request(
 ) -> ChangeRequest:
     """Check the change as its direct call would, pin it and preview it; nothing is applied."""
     _require_role(caller, request.kind, "Opening")
-    planned = _PLANNERS[request.kind](session, org_id, request.org_slug, request.payload)
+    planned = PLANNERS[request.kind](session, org_id, request.org_slug, request.payload)
     row = ChangeRequestRow(
         org_id=org_id,
         kind=request.kind,
@@ -121,122 +90,6 @@ def open_change_request(
     session.flush()
     record_event(session, org_id=org_id, type="change_request.opened", payload=_event_payload(row))
     return _record(row, _ttl(session, org_id))
-
-
-def _plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
-    request = _parsed(DeploymentRequest, payload, org_slug)
-    environment, planned = deployments.plan_deployment(session, org_id=org_id, request=request)
-    pinned = request.model_copy(
-        update={"agent_versions": {plan.agent.stable_key: plan.version for plan in planned}}
-    )
-    preview = {
-        "environmentId": environment.id,
-        "environmentName": environment.name,
-        "agents": [agent.model_dump(mode="json", by_alias=True) for agent in agent_previews(planned)],
-        "before": {plan.agent.stable_key: _deployed(plan.current) for plan in planned},
-    }
-    return Planned(
-        payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),
-        preview=preview,
-        target=f"environment {environment.name}",
-        required_approvals=environment.required_approvals,
-    )
-
-
-def _plan_label(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
-    request = _parsed(MoveLabel, payload, org_slug)
-    current, target = registries.label_move(
-        session,
-        org_id=org_id,
-        ref=request.registry_ref,
-        name=request.name,
-        label=request.label,
-        version=request.version,
-    )
-    before = registries.content_text(current) if current is not None else ""
-    preview = {
-        "registryRef": request.registry_ref,
-        "name": request.name,
-        "label": request.label,
-        "before": {"version": current.version, "contentHash": current.content_hash} if current else None,
-        "after": {"version": target.version, "contentHash": target.content_hash},
-        "diff": _diff(
-            before, registries.content_text(target), current.version if current else "(none)", target.version
-        ),
-    }
-    return Planned(
-        payload=request.model_dump(mode="json", by_alias=True),
-        preview=preview,
-        target=f"label {request.label} of {request.registry_ref}/{request.name}",
-    )
-
-
-def _plan_policy(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
-    if "policyId" not in payload:
-        created = _parsed(CreatePolicy, payload, org_slug)
-        after = {field: getattr(created, field) for field in POLICY_FIELDS}
-        return _policy_plan(created, None, None, after, f"policy {created.name} (new)")
-    change: PolicyUpdateChange | PolicyDeleteChange = (
-        _parsed(PolicyDeleteChange, payload, org_slug)
-        if "delete" in payload
-        else _parsed(PolicyUpdateChange, payload, org_slug)
-    )
-    policy = governance.get_policy(session, org_id=org_id, policy_id=change.policy_id)
-    before = {field: getattr(policy, field) for field in POLICY_FIELDS}
-    if isinstance(change, PolicyDeleteChange):
-        return _policy_plan(change, policy, before, None, f"policy {policy.name} (delete)")
-    after = before | {field: getattr(change, field) for field in change.model_fields_set & set(POLICY_FIELDS)}
-    return _policy_plan(change, policy, before, after, f"policy {policy.name}")
-
-
-def _policy_plan(
-    change: BaseModel,
-    policy: PolicyRow | None,
-    before: dict[str, Any] | None,
-    after: dict[str, Any] | None,
-    target: str,
-) -> Planned:
-    preview = {
-        "action": "create" if policy is None else "delete" if after is None else "update",
-        "policyId": policy.id if policy else None,
-        "before": {"version": policy.version, **_camel(before)} if policy and before else None,
-        "after": _camel(after) if after else None,
-        "diff": _diff(
-            _policy_text(before), _policy_text(after), "current" if policy else "(none)", "proposed"
-        ),
-    }
-    return Planned(
-        payload=change.model_dump(mode="json", by_alias=True, exclude_unset=True),
-        preview=preview,
-        target=target,
-    )
-
-
-_PLANNERS: dict[str, Callable[[Session, str, str, dict[str, Any]], Planned]] = {
-    "deployment": _plan_deployment,
-    "label": _plan_label,
-    "policy": _plan_policy,
-}
-
-
-Shape = TypeVar("Shape", bound=BaseModel)
-
-
-def _parsed(shape: type[Shape], payload: dict[str, Any], org_slug: str) -> Shape:
-    """The payload as the direct call's body; its orgSlug, when it has one, is the request's."""
-    values = dict(payload)
-    if "org_slug" in shape.model_fields:
-        values.setdefault("orgSlug", org_slug)
-        if values["orgSlug"] != org_slug:
-            raise InvalidInput(
-                f"payload.orgSlug must be '{org_slug}', the request's organization", field="payload.orgSlug"
-            )
-    try:
-        return shape.model_validate(values)
-    except ValidationError as invalid:
-        error = invalid.errors()[0]
-        field = ".".join(["payload", *(str(part) for part in error["loc"])])
-        raise InvalidInput(f"Invalid payload: {field}: {error['msg']}", field=field) from None
 
 
 # -- reviewing ------------------------------------------------------------------------------
@@ -343,69 +196,12 @@ def _apply(session: Session, row: ChangeRequestRow) -> None:
     """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved."""
     try:
         with session.begin_nested():
-            row.result = _APPLIERS[row.kind](session, row)
+            row.result = APPLIERS[row.kind](session, row)
     except ServiceError as moved:
         row.conflict = moved.message
         _decide(session, row, "conflict")
         return
     _decide(session, row, "applied")
-
-
-def _apply_deployment(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
-    request = DeploymentRequest.model_validate(row.payload)
-    environment, planned = deployments.plan_deployment(session, org_id=row.org_id, request=request)
-    deployed = {plan.agent.stable_key: _deployed(plan.current) for plan in planned}
-    if deployed != row.preview["before"]:
-        raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
-    job = deployments.create_job(session, org_id=row.org_id, request=request, reviewed=True)
-    return {"jobId": job.id, "environmentId": environment.id}
-
-
-def _apply_label(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
-    request = MoveLabel.model_validate(row.payload)
-    current, _ = registries.label_move(
-        session,
-        org_id=row.org_id,
-        ref=request.registry_ref,
-        name=request.name,
-        label=request.label,
-        version=request.version,
-    )
-    before = row.preview["before"]
-    if (current.version if current else None) != (before["version"] if before else None):
-        raise Moved(f"Label '{request.label}' was moved since the request was opened")
-    registries.move_label(session, org_id=row.org_id, request=request, reviewed=True)
-    return {
-        "registryRef": request.registry_ref,
-        "name": request.name,
-        "label": request.label,
-        "version": request.version,
-    }
-
-
-def _apply_policy(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
-    action, payload = row.preview["action"], row.payload
-    if action == "create":
-        policy = governance.create_policy(
-            session, org_id=row.org_id, request=CreatePolicy.model_validate(payload), reviewed=True
-        )
-        return {"policyId": policy.id, "version": policy.version}
-    policy = governance.get_policy(session, org_id=row.org_id, policy_id=payload["policyId"])
-    if policy.version != row.preview["before"]["version"]:
-        raise Moved(f"Policy '{policy.name}' changed since the request was opened")
-    if action == "delete":
-        governance.delete_policy(session, org_id=row.org_id, policy_id=policy.id, reviewed=True)
-        return {"policyId": policy.id, "deleted": True}
-    change = PolicyUpdateChange.model_validate(payload)
-    governance.update_policy(session, org_id=row.org_id, policy_id=policy.id, request=change, reviewed=True)
-    return {"policyId": policy.id, "version": policy.version}
-
-
-_APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], dict[str, Any]]] = {
-    "deployment": _apply_deployment,
-    "label": _apply_label,
-    "policy": _apply_policy,
-}
 
 
 def _decide(session: Session, row: ChangeRequestRow, status: str) -> None:
@@ -517,29 +313,6 @@ def _require_role(caller: Caller, kind: str, doing: str) -> None:
     needed = CHANGE_ROLES[kind]
     if not role_at_least(caller.role, needed):
         raise InsufficientRole(needed=needed, held=caller.role, action=f"{doing} a {kind} change request")
-
-
-def _deployed(current: AgentDeploymentRow | None) -> dict[str, Any] | None:
-    """What runs of an agent in an environment, as a deployment's preview pins it."""
-    return None if current is None else {"version": current.version, "configHash": current.config_hash}
-
-
-def _diff(before: str, after: str, before_name: str, after_name: str) -> str:
-    lines = difflib.unified_diff(
-        before.splitlines(keepends=True), after.splitlines(keepends=True), before_name, after_name
-    )
-    return "".join(line if line.endswith("\n") else line + "\n" for line in lines)
-
-
-def _policy_text(fields: dict[str, Any] | None) -> str:
-    if not fields:
-        return ""
-    head = f"name: {fields['name']}\ncategory: {fields['category']}\nseverity: {fields['severity']}\n"
-    return f"{head}description: {fields['description']}\n\n{fields['rule_text']}\n"
-
-
-def _camel(fields: dict[str, Any] | None) -> dict[str, Any]:
-    return {("ruleText" if key == "rule_text" else key): value for key, value in (fields or {}).items()}
 
 
 def _event_payload(row: ChangeRequestRow) -> dict[str, Any]:
