@@ -15,7 +15,7 @@ from api.deployments import DeploymentRequest
 from api.governance import CreatePolicy
 from api.registries import MoveLabel
 from service.changes.models import ChangeRequestRow
-from service.changes.plans import deployed
+from service.changes.plans import deployed_state
 from service.deployments import service as deployments
 from service.errors import ServiceError
 from service.governance import service as governance
@@ -31,7 +31,7 @@ class Moved(ServiceError):
 def apply_deployment(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
     request = DeploymentRequest.model_validate(row.payload)
     environment, planned = deployments.plan_deployment(session, org_id=row.org_id, request=request)
-    deployed = {plan.agent.stable_key: deployed(plan.current) for plan in planned}
+    deployed = {plan.agent.stable_key: deployed_state(plan.current) for plan in planned}
     if deployed != row.preview["before"]:
         raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
     job = deployments.create_job(session, org_id=row.org_id, request=request, reviewed=True)

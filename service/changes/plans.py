@@ -49,7 +49,7 @@ def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[
         "environmentId": environment.id,
         "environmentName": environment.name,
         "agents": [agent.model_dump(mode="json", by_alias=True) for agent in agent_previews(planned)],
-        "before": {plan.agent.stable_key: deployed(plan.current) for plan in planned},
+        "before": {plan.agent.stable_key: deployed_state(plan.current) for plan in planned},
     }
     return Planned(
         payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -152,7 +152,7 @@ PLANNERS: dict[str, Callable[[Session, str, str, dict[str, Any]], Planned]] = {
 }
 
 
-def deployed(current: AgentDeploymentRow | None) -> dict[str, Any] | None:
+def deployed_state(current: AgentDeploymentRow | None) -> dict[str, Any] | None:
     """What runs of an agent in an environment, as a deployment's preview pins it."""
     return None if current is None else {"version": current.version, "configHash": current.config_hash}
 
