@@ -56,7 +56,10 @@ def query_fields(items: Iterable[tuple[str, str]], scalars: tuple[str, ...]) -> 
     lists: dict[str, list[str]] = {}
     for key, value in items:
         if key in LISTS:
-            lists.setdefault(key, []).extend(part.strip() for part in value.split(",") if part.strip())
+            parts = [part.strip() for part in value.split(",") if part.strip()]
+            if not parts:
+                raise QueryEncodingError(key, "is empty: give one or more values, comma-separated")
+            lists.setdefault(key, []).extend(parts)
             continue
         target, member = _location(key, scalars)
         holder = fields.setdefault(target, {}) if member else fields
@@ -66,7 +69,7 @@ def query_fields(items: Iterable[tuple[str, str]], scalars: tuple[str, ...]) -> 
                 _dotted(target, member), "is given more than once (in one form or several)"
             )
         holder[name] = value
-    return fields | {key: values for key, values in lists.items() if values}
+    return fields | lists
 
 
 def _location(key: str, scalars: tuple[str, ...]) -> tuple[str, str | None]:

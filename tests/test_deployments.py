@@ -599,3 +599,11 @@ def test_deployment_operations_need_a_key_of_the_named_org(http, org, other_org,
     assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
     stranger = http.post(path, json=body, headers=other_org.headers)
     assert stranger.status_code == 403 and stranger.json()["code"] == "forbidden"
+
+
+@pytest.mark.parametrize("route", ["agents/deployment-jobs", "notifications/logs"])
+def test_an_empty_status_filter_is_refused_not_ignored(http, org, route):
+    """`status=` names no status: a 400 naming the field, as its schema (an enum) says, not every row."""
+    response = http.get(route, params={"orgSlug": org.slug, "status": ""}, headers=org.headers)
+    assert response.status_code == 400, response.text
+    assert [detail["field"] for detail in response.json()["details"]] == ["status"]

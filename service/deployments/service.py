@@ -255,6 +255,8 @@ def parse_statuses(
 ) -> list[str]:
     """Values given repeated (`status=a&status=b`) or comma-separated (`status=a,b`), checked."""
     statuses = [part.strip() for value in values for part in value.split(",") if part.strip()]
+    if values and not statuses:
+        raise InvalidInput(f"{field} is empty: give one or more of {', '.join(allowed)}", field=field)
     unknown = [status for status in statuses if status not in allowed]
     if unknown:
         raise InvalidInput(

@@ -47,8 +47,11 @@ def service_console_url(tmp_path_factory: pytest.TempPathFactory, database_url: 
 
 
 @contextmanager
-def running_console(data_dir: Path, database_url: str, api_url: str | None = None) -> Iterator[str]:
-    """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`."""
+def running_console(
+    data_dir: Path, database_url: str, api_url: str | None = None, api_key: str | None = None
+) -> Iterator[str]:
+    """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`
+    (acting with `api_key` when given, else each person signs in)."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -59,6 +62,9 @@ def running_console(data_dir: Path, database_url: str, api_url: str | None = Non
     env["ORGDECK_RUN_WORKER"] = "false"
     if api_url:
         env["ORGDECK_API_URL"] = api_url
+    if api_key:
+        env["ORGDECK_API_KEY"] = api_key
+    data_dir.mkdir(parents=True, exist_ok=True)
     log = (data_dir / "streamlit.log").open("w")
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
