@@ -151,11 +151,21 @@ def _parsed(text: str) -> Histogram:
 
 
 def _summed(rows: Iterable[tuple[str, date, MetricsCount]]) -> Counted:
-    """The rows summed per (environment, period), per environment, per period and in all."""
+    """The rows summed per (environment, period), then from those sums per environment, per period
+    and in all: each row's histograms are merged once, not once per level."""
+    cells = _sum_by(((environment, first), count) for environment, first, count in rows)
+    coarser = (
+        (key, count)
+        for (environment, first), count in cells.items()
+        for key in ((environment, None), (None, first), (None, None))
+    )
+    return cells | _sum_by(coarser)
+
+
+def _sum_by(keyed: Iterable[tuple[tuple[str | None, date | None], MetricsCount]]) -> Counted:
     parts: dict[tuple[str | None, date | None], list[MetricsCount]] = defaultdict(list)
-    for environment, first, count in rows:
-        for key in ((environment, first), (environment, None), (None, first), (None, None)):
-            parts[key].append(count)
+    for key, count in keyed:
+        parts[key].append(count)
     return {
         key: MetricsCount(
             sum(count.jobs for count in counts),
