@@ -22,6 +22,7 @@ PAGES = [
     ("Agents", "agents"),
     ("Fleets", "fleets"),
     ("Deployments", "deployments"),
+    ("Changes", "changes"),
     ("Registries", "registries"),
     ("Policies", "governance"),
     ("LLM providers", "providers"),
