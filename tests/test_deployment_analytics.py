@@ -17,6 +17,7 @@ from api.deployments import MAX_ANALYTICS_DAYS, DeploymentRequest, Heatmap, Metr
 from service.agents.models import AgentRow
 from service.db import Database, utcnow
 from service.deployments import service as deployments
+from service.deployments.answers import rollup_version
 from service.deployments.histograms import BUCKET_RATIO
 from service.deployments.models import (
     DeploymentAgentRollupRow,
@@ -523,6 +524,54 @@ def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, sett
     with db.session(write=True) as session:
         rebuild_rollups(session, org_id=org_id_of(session, client.org_slug))
     assert rollup_rows(db, org_id_of_slug(db, client.org_slug)) == counted
+
+
+def test_kept_answers_change_with_a_job_end_a_rebuild_and_the_names_they_show(client, db, fixture):
+    """Analytics answers are kept between requests (service.deployments.answers); whatever they
+    were made from moving shows in the next answer: a job ending, a rebuild, a renamed environment
+    or agent."""
+
+    def answers() -> tuple[Heatmap, Heatmap, Any]:
+        return (
+            client.deployments.heatmap(start=START, end=END),
+            client.deployments.heatmap(group_by="agent", start=START, end=END),
+            client.deployments.metrics(period="week", start=START, end=END),
+        )
+
+    def version() -> int:
+        with db.session() as session:
+            return rollup_version(session, fixture.org_id)
+
+    by_day, by_agent, metrics = answers()
+    assert answers() == (by_day, by_agent, metrics)  # kept: the same answer again
+    before = version()
+
+    fixture.add_jobs([("b", at(6, "12:00"), 30, "error", {"beta": "error"})])  # a rebuild
+    assert version() == before + 1
+    by_day, by_agent, metrics = answers()
+    assert (total(by_day), metrics.totals.deployments, metrics.totals.failures) == ((8, 4), 8, 4)
+    assert cells(by_agent)["beta", fixture.env["b"]] == (1, 1, 1)
+
+    client.environments.update(fixture.env["b"], name="env-b-renamed")
+    client.agents.update("beta", name="Beta, renamed")
+    by_day, by_agent, metrics = answers()
+    assert [row.name for row in by_day.rows] == ["env-a", "env-b-renamed"]
+    assert [column.name for column in by_agent.columns] == ["env-a", "env-b-renamed"]
+    assert [row.name for row in by_agent.rows] == ["alpha", "Beta, renamed"]
+    assert [environment.environment_name for environment in metrics.environments] == [
+        "env-a",
+        "env-b-renamed",
+    ]
+
+    # A job the worker ends moves the version in its own transaction.
+    versioned_agent(client, "gamma")
+    ended = wait_for_end(client, client.deployments.deploy(fixture.env["a"], ["gamma"]).id)
+    assert version() == before + 2
+    today = ended.created_at.date()
+    assert client.deployments.metrics(start=today, end=today).totals.deployments == 1
+    assert cells(client.deployments.heatmap(group_by="agent", start=today, end=today)) == {
+        ("gamma", fixture.env["a"]): (1, 0, 1)
+    }
 
 
 def org_id_of_slug(db: Database, slug: str) -> str:

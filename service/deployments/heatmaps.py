@@ -32,6 +32,7 @@ from api.deployments import (
 )
 from service.agents.models import AgentRow
 from service.db import dialect_name
+from service.deployments.answers import kept_answer
 from service.deployments.dialects import weekday
 from service.deployments.models import (
     DeploymentAgentRollupRow,
@@ -65,7 +66,8 @@ def heatmap(
     end: date | None,
     environment_id: str | None,
 ) -> str:
-    """The heatmap as JSON text (a `Heatmap`).
+    """The heatmap as JSON text (a `Heatmap`), kept between requests until the rollups change
+    (service.deployments.answers).
 
     A year of days by twenty environments is 7,300 numbers of each kind: they go from the month
     rows to the answer as text, never as Python numbers. The other grids are a few thousand cells
@@ -73,6 +75,30 @@ def heatmap(
     """
     start, end = analytics_range(start, end)
     environments = analysed_environments(session, org_id=org_id, environment_id=environment_id)
+    agents = _agent_names(session, org_id) if group_by == "agent" else []
+    shown = (tuple((environment["id"], environment["name"]) for environment in environments), tuple(agents))
+    request = ("heatmap", group_by, bucket, metric, start, end, environment_id, shown)
+
+    def make() -> str:
+        return _heatmap(
+            session, org_id, group_by, bucket, metric, start, end, environment_id, environments, agents
+        )
+
+    return kept_answer(session, org_id, request, make)
+
+
+def _heatmap(
+    session: Session,
+    org_id: str,
+    group_by: str,
+    bucket: str,
+    metric: str,
+    start: date,
+    end: date,
+    environment_id: str | None,
+    environments: list[dict[str, str]],
+    agents: list[tuple[str, str]],
+) -> str:
     if group_by == "environment":
         rows, columns = environments, list(_time_axis(start, end, bucket))
         months = _month_rows(session, org_id, start, end, environment_id)
@@ -84,7 +110,7 @@ def heatmap(
     else:
         cells = _cells(session, org_id, group_by, start, end, environment_id)
         if group_by == "agent":
-            rows, columns = _agent_rows(session, org_id, cells), environments
+            rows, columns = _agent_rows(agents, cells), environments
         else:
             rows, columns = _axis(WEEKDAYS), _axis(HOURS)
         counts, failures = _lay_out(cells, [row["id"] for row in rows], [column["id"] for column in columns])
@@ -352,12 +378,15 @@ def _cells_json(dialect: str, grouped: Subquery) -> Select[Any]:
     return select(literal_column("'['", Text) + joined + literal_column("']'", Text))
 
 
+def _agent_names(session: Session, org_id: str) -> list[tuple[str, str]]:
+    """The org's agents' (stableKey, name), by stableKey."""
+    query = select(AgentRow.stable_key, AgentRow.name).where(AgentRow.org_id == org_id)
+    return [(key, name) for key, name in session.execute(query.order_by(AgentRow.stable_key))]
+
+
 def _agent_rows(
-    session: Session, org_id: str, cells: list[tuple[str, str, int, int]]
+    agents: list[tuple[str, str]], cells: list[tuple[str, str, int, int]]
 ) -> list[dict[str, str]]:
     """The agents the cells name (at most one per agent and environment), by stableKey."""
     keys = {cell[0] for cell in cells}
-    query = select(AgentRow.stable_key, AgentRow.name).where(
-        AgentRow.org_id == org_id, AgentRow.stable_key.in_(keys)
-    )
-    return [{"id": key, "name": name} for key, name in session.execute(query.order_by(AgentRow.stable_key))]
+    return [{"id": key, "name": name} for key, name in agents if key in keys]

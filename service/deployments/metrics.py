@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session, aliased
 
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
 from service.db import utcnow
+from service.deployments.answers import kept_answer
 from service.deployments.histograms import Histogram, median, merged, parse
 from service.deployments.models import DeploymentMetricRollupRow, DeploymentMonthRollupRow
 from service.deployments.ranges import (
@@ -54,11 +55,30 @@ def metrics(
     start: date | None,
     end: date | None,
     environment_id: str | None,
-) -> DeploymentMetrics:
+) -> str:
     """Deployments, successes, failures and the four metrics: over the range, per period, and the
-    same per environment."""
+    same per environment, as JSON text (`DeploymentMetrics`), kept between requests until the
+    rollups change (service.deployments.answers)."""
     start, end = analytics_range(start, end)
     environments = analysed_environments(session, org_id=org_id, environment_id=environment_id)
+    shown = tuple((environment["id"], environment["name"]) for environment in environments)
+    request = ("metrics", period, start, end, environment_id, shown)
+
+    def make() -> str:
+        return _metrics(session, org_id, period, start, end, environment_id, environments).model_dump_json()
+
+    return kept_answer(session, org_id, request, make)
+
+
+def _metrics(
+    session: Session,
+    org_id: str,
+    period: str,
+    start: date,
+    end: date,
+    environment_id: str | None,
+    environments: list[dict[str, str]],
+) -> DeploymentMetrics:
     firsts = period_starts(start, end, period)
     counted = _summed(_read(session, org_id, environment_id, start, end, period, firsts))
     began = _first_days(session, org_id, environment_id)

@@ -191,6 +191,17 @@ class DeploymentAgentRollupRow(Base):
     failures: Mapped[int] = mapped_column(Integer)
 
 
+class DeploymentRollupVersionRow(Base):
+    """How many times an org's deployment rollups have changed: moved in the transaction that
+    changes them, so that an analytics answer kept under one version is never served once they
+    have moved on (service.deployments.answers)."""
+
+    __tablename__ = "deployment_rollup_versions"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+
+
 class DeploymentIncidentRow(Base):
     """An environment's open incident: since its first failed job of a run ended, no job has
     completed there. The next complete job closes it and counts its time to restore."""

@@ -8,7 +8,8 @@ A job is counted once it has ended, on the UTC day and hour it was created:
 
 An incident opens with the first failed job of a run in an environment and closes with the next
 complete job there, whenever either was created: its time to restore counts on the day the first
-failure was created. Loads that write jobs without the worker call `rebuild_rollups`.
+failure was created. Loads that write jobs without the worker call `rebuild_rollups`. Both move
+the org's rollup version, under which analytics answers are kept (service.deployments.answers).
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ from sqlalchemy import (
     select,
     text,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.dialects.postgresql import ARRAY, JSONB
 from sqlalchemy.engine import Connection
 from sqlalchemy.orm import Session
@@ -44,7 +44,8 @@ from api.deployments import (
     FINISHED_JOB_STATUSES,
 )
 from service.db import dialect_name
-from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
+from service.deployments.answers import rollups_changed
+from service.deployments.dialects import failed_flag, month_start, upsert, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
     DeploymentAgentRollupRow,
@@ -54,6 +55,7 @@ from service.deployments.models import (
     DeploymentJobRow,
     DeploymentMetricRollupRow,
     DeploymentMonthRollupRow,
+    DeploymentRollupVersionRow,
 )
 
 ENDED = sorted(FINISHED_JOB_STATUSES)
@@ -148,6 +150,8 @@ def record_job_end(session: Session, job: DeploymentJobRow) -> None:
         for span, start in (("day", day), ("month", day.replace(day=1))):
             keys = {"org_id": job.org_id, "span": span, "start": start, "environment_id": job.environment_id}
             _increment(session, DeploymentAgentRollupRow, keys | {"stable_key": result.stable_key}, failed)
+    # Last: concurrent job ends of one org take turns on this row until they commit.
+    rollups_changed(session, job.org_id)
 
 
 def _record_metrics(session: Session, job: DeploymentJobRow, day: date) -> None:
@@ -159,7 +163,7 @@ def _record_metrics(session: Session, job: DeploymentJobRow, day: date) -> None:
     _add_to_metrics(session, job.org_id, job.environment_id, day, counts, "durations", ended.duration_bucket)
     if ended.failed:
         # The first failure of a run opens the incident; later ones leave its start alone.
-        opening = _dialect_insert(session, DeploymentIncidentRow).values(
+        opening = upsert(session, DeploymentIncidentRow).values(
             environment_id=job.environment_id, org_id=job.org_id, failed_at=job.finished_at, day=day
         )
         session.execute(opening.on_conflict_do_nothing(index_elements=["environment_id"]))
@@ -193,7 +197,7 @@ def _add_to_metrics(
     added[histogram] = _add_to_bucket(dialect, getattr(model, histogram), bucket)
     for span, start in (("day", day), ("month", day.replace(day=1))):
         keys = {"org_id": org_id, "environment_id": environment_id, "span": span, "start": start}
-        statement = _dialect_insert(session, model).values(**keys, **first)
+        statement = upsert(session, model).values(**keys, **first)
         session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=added))
 
 
@@ -208,13 +212,9 @@ def _add_to_bucket(dialect: str, histogram: ColumnElement[str], bucket: int) -> 
     return func.json_set(histogram, path, func.coalesce(func.json_extract(histogram, path), 0) + 1)
 
 
-def _dialect_insert(session: Session, model: type[Any]) -> Any:
-    return (postgresql if dialect_name(session) == "postgresql" else sqlite).insert(model)
-
-
 def _increment(session: Session, model: type[Any], keys: dict[str, Any], counts: dict[str, int]) -> None:
     """Add `counts` to the row at `keys`: one statement, safe under concurrent workers."""
-    statement = _dialect_insert(session, model).values(**keys, **counts)
+    statement = upsert(session, model).values(**keys, **counts)
     added = {name: getattr(model, name) + getattr(statement.excluded, name) for name in counts}
     session.execute(statement.on_conflict_do_update(index_elements=list(keys), set_=added))
 
@@ -226,7 +226,7 @@ def _increment_day_of_month(
     month, index = day.replace(day=1), day.day - 1
     model, dialect = DeploymentMonthRollupRow, dialect_name(session)
     first = {name: _month_text(month, {index: count}) for name, count in counts.items()}
-    statement = _dialect_insert(session, model).values(
+    statement = upsert(session, model).values(
         org_id=org_id, environment_id=environment_id, month=month, **first
     )
     added = {name: _add_at(dialect, getattr(model, name), index, count) for name, count in counts.items()}
@@ -267,9 +267,11 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
                 DeploymentMetricRollupRow,
                 DeploymentIncidentRow,
                 DeploymentAgentRollupRow,
+                DeploymentRollupVersionRow,
             )
         )
         session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
+    rollups_changed(session, org_id)
     session.execute(delete(hourly).where(hourly.org_id == org_id))
     session.execute(delete(monthly).where(monthly.org_id == org_id))
     job = DeploymentJobRow

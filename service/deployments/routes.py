@@ -211,10 +211,10 @@ def deployment_metrics(
     start: StartQuery = None,
     end: EndQuery = None,
     environment_id: EnvironmentFilter = None,
-) -> DeploymentMetrics:
+) -> Response:
     """Deployment frequency, change failure rate, median duration and time to restore, over the
     range, per period and per environment; at most 731 days."""
-    return metrics.metrics(
+    body = metrics.metrics(
         session,
         org_id=caller.org_id_for(org_slug),
         period=period,
@@ -222,6 +222,7 @@ def deployment_metrics(
         end=end,
         environment_id=environment_id,
     )
+    return rendered_json(body)
 
 
 AgentFilter = Annotated[

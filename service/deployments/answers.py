@@ -1,0 +1,80 @@
+"""Analytics answers kept between requests.
+
+A heatmap or the metrics of a range are made from the rollups, which change only in a transaction
+that also moves the org's rollup version (a job ending, a rebuild). An answer is kept in this
+process under what it was made from: the request, the version, today's date (ranges end today by
+default and frequencies divide by elapsed days) and the names it shows. A request after any of
+those has moved makes the answer afresh, in whichever process serves it, since the version is
+read from the database every time; a repeated one costs that primary-key read.
+
+The version is read before the rollups: an answer may then show rollups newer than its version
+(and is made again once that version is read), never older.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Hashable
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from service.db import utcnow
+from service.deployments.dialects import upsert
+from service.deployments.models import DeploymentRollupVersionRow
+
+# About 100 KB each at most (a year's heatmap by day of 20 environments is 74 KB).
+KEPT_ANSWERS = 256
+
+
+class _Kept:
+    """The most recently used answers, at most KEPT_ANSWERS of them."""
+
+    def __init__(self) -> None:
+        self._answers: OrderedDict[Hashable, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable) -> str | None:
+        with self._lock:
+            answer = self._answers.get(key)
+            if answer is not None:
+                self._answers.move_to_end(key)
+            return answer
+
+    def put(self, key: Hashable, answer: str) -> None:
+        with self._lock:
+            self._answers[key] = answer
+            self._answers.move_to_end(key)
+            while len(self._answers) > KEPT_ANSWERS:
+                self._answers.popitem(last=False)
+
+
+_kept = _Kept()
+
+
+def kept_answer(session: Session, org_id: str, request: Hashable, make: Callable[[], str]) -> str:
+    """The answer (JSON text) `make` gives for `request`: kept from an earlier call while the org's
+    rollups and today's date are unchanged. `request` holds everything else the answer depends on:
+    its parameters and the names it shows."""
+    key = (org_id, rollup_version(session, org_id), utcnow().date(), request)
+    answer = _kept.get(key)
+    if answer is None:
+        answer = make()
+        _kept.put(key, answer)
+    return answer
+
+
+def rollup_version(session: Session, org_id: str) -> int:
+    model = DeploymentRollupVersionRow
+    return session.scalar(select(model.version).where(model.org_id == org_id)) or 0
+
+
+def rollups_changed(session: Session, org_id: str) -> None:
+    """Move the org's rollup version, in the transaction that changes its rollups: one statement,
+    safe under concurrent workers."""
+    model = DeploymentRollupVersionRow
+    statement = upsert(session, model).values(org_id=org_id, version=1)
+    session.execute(
+        statement.on_conflict_do_update(index_elements=[model.org_id], set_={"version": model.version + 1})
+    )
