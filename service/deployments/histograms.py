@@ -15,7 +15,8 @@ from __future__ import annotations
 import json
 import math
 from collections import Counter
-from collections.abc import Iterable
+
+import numpy as np
 
 PER_DOUBLING = 16
 SMALLEST_SECONDS = 0.001
@@ -31,15 +32,11 @@ def bucket_of(seconds: float) -> int:
     return math.floor(math.log2(seconds / SMALLEST_SECONDS) * PER_DOUBLING) + 1
 
 
-def middle_of(bucket: int) -> float:
-    """The bucket's geometric middle (0 for the bucket under a millisecond)."""
-    if bucket == 0:
-        return 0.0
-    return SMALLEST_SECONDS * 2 ** ((bucket - 0.5) / PER_DOUBLING)
-
-
-def parse(text: str | None) -> Histogram:
-    return Counter({int(bucket): count for bucket, count in json.loads(text).items()}) if text else Counter()
+def sparse(text: str | None) -> tuple[np.ndarray, np.ndarray]:
+    """A histogram's JSON as its buckets and their counts (two integer arrays)."""
+    counts = json.loads(text) if text else {}
+    buckets = np.fromiter(map(int, counts), np.int64, len(counts))
+    return buckets, np.fromiter(counts.values(), np.int64, len(counts))
 
 
 def dump(histogram: Histogram) -> str:
@@ -48,27 +45,18 @@ def dump(histogram: Histogram) -> str:
     )
 
 
-def merged(histograms: Iterable[Histogram]) -> Histogram:
-    total: Histogram = Counter()
-    for histogram in histograms:
-        total.update(histogram)
-    return total
+def medians(histograms: np.ndarray, first_bucket: int = 0) -> np.ndarray:
+    """The median of each row of dense histograms (counts of buckets `first_bucket` onwards): the
+    middle sample's bucket middle, or the mean of the two middle samples' when their number is
+    even; NaN for a row without samples."""
+    sizes = histograms.sum(axis=1)
+    running = histograms.cumsum(axis=1)
+    # The first bucket that reaches each middle sample's 1-based position.
+    lower = np.argmax(running >= ((sizes + 1) // 2)[:, None], axis=1) + first_bucket
+    upper = np.argmax(running >= ((sizes + 2) // 2)[:, None], axis=1) + first_bucket
+    return np.where(sizes > 0, (_middles(lower) + _middles(upper)) / 2, np.nan)
 
 
-def median(histogram: Histogram) -> float | None:
-    """The median of the samples counted: the middle sample's bucket middle, or the mean of the two
-    middle samples' when their number is even."""
-    size = sum(histogram.values())
-    if size == 0:
-        return None
-    wanted = [(size + 1) // 2, (size + 2) // 2]  # 1-based positions of the middle samples
-    found: list[float] = []
-    seen = 0
-    for bucket in sorted(histogram):
-        seen += histogram[bucket]
-        while wanted and wanted[0] <= seen:
-            wanted.pop(0)
-            found.append(middle_of(bucket))
-        if not wanted:
-            break
-    return sum(found) / 2
+def _middles(buckets: np.ndarray) -> np.ndarray:
+    """Each bucket's geometric middle (0 for the bucket under a millisecond)."""
+    return np.where(buckets == 0, 0.0, SMALLEST_SECONDS * 2 ** ((buckets - 0.5) / PER_DOUBLING))

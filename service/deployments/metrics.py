@@ -11,25 +11,29 @@
 
 Counts are exact. Medians come from histograms (service.deployments.histograms): within one
 bucket, 4.4 %, of the exact median. A period reads the month's rollup row when the range covers the
-month up to today, else its days' rows, so a year by month reads about 13 rows per environment.
+month up to today, else its days' rows, so a year by month reads about 13 rows per environment;
+numpy sums their histograms and reads the medians. Answers are kept until the rollups change
+(service.deployments.answers).
 """
 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
-from collections import defaultdict
-from collections.abc import Iterable
+import math
+from dataclasses import dataclass
 from datetime import date, timedelta
 from typing import Any
 
+import numpy as np
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
 from service.db import utcnow
 from service.deployments.answers import kept_answer
-from service.deployments.histograms import Histogram, median, merged, parse
+from service.deployments.histograms import medians, sparse
 from service.deployments.models import DeploymentMetricRollupRow, DeploymentMonthRollupRow
 from service.deployments.ranges import (
     analysed_environments,
@@ -41,10 +45,6 @@ from service.deployments.ranges import (
     stretch_rows,
     whole_months,
 )
-from service.deployments.rollups import MetricsCount
-
-# Rows keyed by (environment, period start); None as environment or period: all of them.
-Counted = dict[tuple[str | None, date | None], MetricsCount]
 
 
 def metrics(
@@ -80,56 +80,62 @@ def _metrics(
     environments: list[dict[str, str]],
 ) -> DeploymentMetrics:
     firsts = period_starts(start, end, period)
-    counted = _summed(_read(session, org_id, environment_id, start, end, period, firsts))
+    ids = [environment["id"] for environment in environments]
+    summed = _summed(
+        _read(session, org_id, environment_id, start, end, period, ids, firsts), len(ids), len(firsts)
+    )
     began = _first_days(session, org_id, environment_id)
     counted_from = {key: max(start, day) for key, day in began.items()}
     counted_from[None] = max(start, min(began.values())) if began else start
     until = min(end, utcnow().date())
+    everywhere, all_periods = len(ids), len(firsts)
 
-    def figures(environment: str | None, first: date | None) -> dict[str, Any]:
-        since = counted_from.get(environment, start)
-        if first is not None:
+    def figures(environment: int, period_index: int) -> dict[str, Any]:
+        since = counted_from.get(ids[environment] if environment < everywhere else None, start)
+        if period_index < all_periods:
+            first = firsts[period_index]
             since, last = max(since, first), min(until, next_period(first, period) - timedelta(days=1))
         else:
             last = until
-        return _figures(counted.get((environment, first)) or MetricsCount(), (last - since).days + 1)
+        return summed.figures(environment, period_index, (last - since).days + 1)
 
     return DeploymentMetrics(
         period=period,
         start=start,
         end=end,
         counted_from=counted_from[None],
-        totals=figures(None, None),
-        periods=[MetricsPoint(period_start=first, **figures(None, first)) for first in firsts],
+        totals=figures(everywhere, all_periods),
+        periods=[
+            MetricsPoint(period_start=first, **figures(everywhere, index))
+            for index, first in enumerate(firsts)
+        ],
         environments=[
             EnvironmentMetrics(
                 environment_id=environment["id"],
                 environment_name=environment["name"],
                 counted_from=counted_from.get(environment["id"], start),
                 periods=[
-                    MetricsPoint(period_start=first, **figures(environment["id"], first)) for first in firsts
+                    MetricsPoint(period_start=first, **figures(position, index))
+                    for index, first in enumerate(firsts)
                 ],
-                **figures(environment["id"], None),
+                **figures(position, all_periods),
             )
-            for environment in environments
+            for position, environment in enumerate(environments)
         ],
     )
 
 
-def _figures(count: MetricsCount, days: int) -> dict[str, Any]:
-    return {
-        "deployments": count.jobs,
-        "successes": count.successes,
-        "failures": count.failures,
-        "deployments_per_day": round(count.successes / days, 4) if days > 0 else None,
-        "change_failure_rate": round(count.failures / count.jobs, 4) if count.jobs else None,
-        "median_duration_seconds": _seconds(median(count.durations)),
-        "median_time_to_restore_seconds": _seconds(median(count.restores)),
-    }
+@dataclass(frozen=True)
+class _Row:
+    """A rollup row the range reads, placed on the answer's grid."""
 
-
-def _seconds(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
+    environment: int
+    period: int
+    jobs: int
+    successes: int
+    failures: int
+    durations: str
+    restores: str
 
 
 def _read(
@@ -139,10 +145,11 @@ def _read(
     start: date,
     end: date,
     period: str,
+    environments: list[str],
     firsts: list[date],
-) -> Iterable[tuple[str, date, MetricsCount]]:
-    """(environment, period start, its counts) of every rollup row the range needs: a month's own
-    row where a month period covers all of the month that has happened, else each day's."""
+) -> list[_Row]:
+    """Every rollup row the range needs: a month's own row where a month period covers all of the
+    month that has happened, else each day's."""
     model = DeploymentMetricRollupRow
     months = whole_months(start, end) if period == "month" else []
     stretches = [("day", first, last) for first, last in days_outside(start, end, months)]
@@ -158,44 +165,108 @@ def _read(
         model.restores,
     ]
     query = stretch_rows(model, columns, org_id, stretches, environment_id)
-    for environment, first, jobs, successes, failures, durations, restores in session.execute(query):
-        counts = MetricsCount(jobs, successes, failures, _parsed(durations), _parsed(restores))
-        yield environment, period_start(first, period), counts
+    environment_at = {environment: index for index, environment in enumerate(environments)}
+    period_at = {first: index for index, first in enumerate(firsts)}
+    return [
+        _Row(environment_at[environment], period_at[period_start(first, period)], *counts)
+        for environment, first, *counts in session.execute(query)
+    ]
+
+
+@dataclass(frozen=True)
+class _Summed:
+    """Counts and medians of every (environment, period) cell, where one more environment stands
+    for all of them and one more period for the whole range: cell (e, p) is e * (periods + 1) + p."""
+
+    periods: int
+    counts: np.ndarray  # per cell: jobs, successes, failures
+    durations: np.ndarray  # per cell: the median, NaN without samples
+    restores: np.ndarray
+
+    def figures(self, environment: int, period: int, days: int) -> dict[str, Any]:
+        cell = environment * (self.periods + 1) + period
+        jobs, successes, failures = (int(count) for count in self.counts[cell])
+        return {
+            "deployments": jobs,
+            "successes": successes,
+            "failures": failures,
+            "deployments_per_day": round(successes / days, 4) if days > 0 else None,
+            "change_failure_rate": round(failures / jobs, 4) if jobs else None,
+            "median_duration_seconds": _seconds(self.durations[cell]),
+            "median_time_to_restore_seconds": _seconds(self.restores[cell]),
+        }
+
+
+def _summed(rows: list[_Row], environments: int, periods: int) -> _Summed:
+    """The rows summed into every cell: each row counts in its own, its environment's over the
+    range, its period's over every environment, and the whole's."""
+    width = periods + 1
+    environment = np.fromiter((row.environment for row in rows), np.int64, len(rows))
+    period = np.fromiter((row.period for row in rows), np.int64, len(rows))
+    cells = np.concatenate(
+        [
+            environment * width + period,
+            environment * width + periods,
+            environments * width + period,
+            np.full(len(rows), environments * width + periods),
+        ]
+    )
+    size = (environments + 1) * width
+    counts = np.stack(
+        [
+            np.bincount(cells, weights=np.tile([getattr(row, name) for row in rows], 4), minlength=size)
+            for name in ("jobs", "successes", "failures")
+        ],
+        axis=1,
+    )
+    durations, restores = (_medians(rows, name, environments, periods) for name in ("durations", "restores"))
+    return _Summed(periods, counts, durations, restores)
+
+
+def _medians(rows: list[_Row], name: str, environments: int, periods: int) -> np.ndarray:
+    """The medians of every cell (as `_Summed` lays them out) of the histograms in column `name`.
+
+    Each environment's histograms are summed into a dense grid, a row per period and one for the
+    range, as wide as the buckets in use; the grids' sum is every environment's. Numpy adds them
+    up and reads the medians of every row at once."""
+    width = periods + 1
+    found = np.full((environments + 1) * width, np.nan)
+    rows = sorted(rows, key=lambda row: row.environment)
+    parsed = [_parsed(getattr(row, name)) for row in rows]
+    lengths = np.fromiter((len(buckets) for buckets, _ in parsed), np.int64, len(parsed))
+    if not lengths.sum():
+        return found
+    buckets = np.concatenate([buckets for buckets, _ in parsed])
+    samples = np.concatenate([samples for _, samples in parsed])
+    low = int(buckets.min())
+    span = int(buckets.max()) - low + 1
+    places = np.repeat(np.fromiter((row.period for row in rows), np.int64, len(rows)), lengths) * span
+    places += buckets - low
+    # Where each environment's entries begin and end (the rows are in environment order).
+    owners = np.repeat(np.fromiter((row.environment for row in rows), np.int64, len(rows)), lengths)
+    bounds = np.searchsorted(owners, np.arange(environments + 1))
+    everywhere = np.zeros((width, span))
+    for environment, (first, last) in enumerate(itertools.pairwise(bounds)):
+        if first == last:
+            continue
+        grid = np.bincount(places[first:last], weights=samples[first:last], minlength=periods * span)
+        grid = grid.reshape(periods, span)
+        grid = np.vstack([grid, grid.sum(axis=0)])
+        found[environment * width : (environment + 1) * width] = medians(grid, low)
+        everywhere += grid
+    found[environments * width :] = medians(everywhere, low)
+    return found
 
 
 @functools.lru_cache(maxsize=8192)
-def _parsed(text: str) -> Histogram:
+def _parsed(text: str) -> tuple[np.ndarray, np.ndarray]:
     """A histogram parsed once per text (never changed by its readers): past months' and days'
     rows seldom change."""
-    return parse(text)
+    return sparse(text)
 
 
-def _summed(rows: Iterable[tuple[str, date, MetricsCount]]) -> Counted:
-    """The rows summed per (environment, period), then from those sums per environment, per period
-    and in all: each row's histograms are merged once, not once per level."""
-    cells = _sum_by(((environment, first), count) for environment, first, count in rows)
-    coarser = (
-        (key, count)
-        for (environment, first), count in cells.items()
-        for key in ((environment, None), (None, first), (None, None))
-    )
-    return cells | _sum_by(coarser)
-
-
-def _sum_by(keyed: Iterable[tuple[tuple[str | None, date | None], MetricsCount]]) -> Counted:
-    parts: dict[tuple[str | None, date | None], list[MetricsCount]] = defaultdict(list)
-    for key, count in keyed:
-        parts[key].append(count)
-    return {
-        key: MetricsCount(
-            sum(count.jobs for count in counts),
-            sum(count.successes for count in counts),
-            sum(count.failures for count in counts),
-            merged(count.durations for count in counts),
-            merged(count.restores for count in counts),
-        )
-        for key, counts in parts.items()
-    }
+def _seconds(value: float) -> float | None:
+    return None if math.isnan(value) else round(float(value), 3)
 
 
 def _first_days(session: Session, org_id: str, environment_id: str | None) -> dict[str, date]:
