@@ -562,6 +562,10 @@ class _Tee:
     def flush(self) -> None:
         self.stream.flush()
 
+    def isatty(self) -> bool:
+        # uvicorn asks when it sets up its logging (bench.notifications runs a receiver in process).
+        return self.stream.isatty()
+
     @property
     def text(self) -> str:
         return "".join(self.parts)

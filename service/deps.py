@@ -28,7 +28,7 @@ def _database(request: Request) -> Database:
     return request.app.state.db
 
 
-def _settings(request: Request) -> Settings:
+async def _settings(request: Request) -> Settings:
     return request.app.state.settings
 
 
