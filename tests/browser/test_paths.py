@@ -33,7 +33,7 @@ def start(page, console_url: str, width: int) -> None:
     settle(page)
 
 
-def expect(page, text: str, timeout_ms: int = 30_000) -> None:
+def expect(page, text: str, timeout_ms: int = 60_000) -> None:
     """Until `text` is on screen and the run that put it there has ended."""
     page.get_by_text(text).first.wait_for(timeout=timeout_ms)
     settle(page)
