@@ -8,8 +8,10 @@ import re
 from datetime import date, datetime, timedelta
 
 import pytest
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.browser.conftest import (
+    ARTIFACTS,
     NARROW,
     WIDE,
     assert_no_exception,
@@ -34,8 +36,16 @@ def start(page, console_url: str, width: int) -> None:
 
 
 def expect(page, text: str, timeout_ms: int = 60_000) -> None:
-    """Until `text` is on screen and the run that put it there has ended."""
-    page.get_by_text(text).first.wait_for(timeout=timeout_ms)
+    """Until `text` is on screen and the run that put it there has ended; if it never comes, the
+    failure says what the page showed instead, and keeps a screenshot of it."""
+    try:
+        page.get_by_text(text).first.wait_for(timeout=timeout_ms)
+    except PlaywrightTimeoutError:
+        ARTIFACTS.mkdir(parents=True, exist_ok=True)
+        shot = ARTIFACTS / f"missing-{re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:60]}.png"
+        page.screenshot(path=str(shot), full_page=True)
+        alerts = page.locator("[data-testid=stAlert], [data-testid=stException]").all_inner_texts()
+        raise AssertionError(f"{text!r} never showed on {page.url}; alerts: {alerts}; see {shot}") from None
     settle(page)
 
 
