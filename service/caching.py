@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from pydantic import BaseModel
 from starlette.responses import Response
@@ -17,14 +18,25 @@ def cache_control(*, public: bool, max_age: int, immutable: bool = False) -> str
     return ", ".join(directives)
 
 
-def cached_json(record: BaseModel, *, cache_control: str, if_none_match: str | None) -> Response:
-    """The record as JSON with its ETag, or an empty 304 when the caller already holds this body."""
+@dataclass(frozen=True)
+class TaggedJson:
+    """A JSON body and its strong ETag."""
+
+    body: bytes
+    etag: str
+
+
+def tagged_json(record: BaseModel) -> TaggedJson:
     body = record.model_dump_json().encode()
-    etag = f'"{hashlib.sha256(body).hexdigest()[:32]}"'
-    headers = {"ETag": etag, "Cache-Control": cache_control}
-    if if_none_match and _matches(if_none_match, etag):
+    return TaggedJson(body, f'"{hashlib.sha256(body).hexdigest()[:32]}"')
+
+
+def cached_json(answer: TaggedJson, *, cache_control: str, if_none_match: str | None) -> Response:
+    """The answer with its ETag, or an empty 304 when the caller already holds this body."""
+    headers = {"ETag": answer.etag, "Cache-Control": cache_control}
+    if if_none_match and _matches(if_none_match, answer.etag):
         return Response(status_code=304, headers=headers)
-    return Response(body, media_type="application/json", headers=headers)
+    return Response(answer.body, media_type="application/json", headers=headers)
 
 
 def _matches(if_none_match: str, etag: str) -> bool:

@@ -215,3 +215,31 @@ def test_a_private_answer_is_not_served_from_cache_without_a_key(http, org, regi
     etag = http.get("registries/artifacts/retrieve", params=params, headers=org.headers).headers["etag"]
     response = http.get("registries/artifacts/retrieve", params=params, headers={"If-None-Match": etag})
     assert response.status_code == 401
+
+
+def test_a_kept_answer_by_version_is_served_only_after_access_is_decided_again(
+    http, org, other_org, client, registries
+):
+    """The server keeps what it answered for a version (versions never change), never who may read it."""
+    private = {"registryRef": registries.private, "name": "p", "version": "1.0.0"}
+    public = {"registryRef": registries.public, "name": "p", "version": "1.0.0"}
+    first = http.get("registries/artifacts/retrieve", params=private, headers=org.headers)
+    assert first.status_code == 200
+    assert (
+        http.get("registries/artifacts/retrieve", params=private, headers=other_org.headers).status_code
+        == 404
+    )
+    assert http.get("registries/artifacts/retrieve", params=private).status_code == 401
+    assert (
+        http.get("registries/artifacts/retrieve", params=private, headers=org.headers).json() == first.json()
+    )
+
+    kept = http.get("registries/artifacts/retrieve", params=public)
+    assert kept.status_code == 200
+    client.registries.delete(registries.public)
+    gone = http.get("registries/artifacts/retrieve", params=public, headers=org.headers)
+    assert gone.status_code == 404
+    client.registries.restore(registries.public)
+    back = http.get("registries/artifacts/retrieve", params=public)
+    assert back.json() == kept.json()
+    assert back.headers["etag"] == kept.headers["etag"]

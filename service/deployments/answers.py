@@ -13,8 +13,6 @@ The version is read before the rollups: an answer may then show rollups newer th
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Callable, Hashable
 
 from sqlalchemy import select
@@ -23,34 +21,11 @@ from sqlalchemy.orm import Session
 from service.db import utcnow
 from service.deployments.dialects import upsert
 from service.deployments.models import DeploymentRollupVersionRow
+from service.kept import Kept
 
 # About 100 KB each at most (a year's heatmap by day of 20 environments is 74 KB).
 KEPT_ANSWERS = 256
-
-
-class _Kept:
-    """The most recently used answers, at most KEPT_ANSWERS of them."""
-
-    def __init__(self) -> None:
-        self._answers: OrderedDict[Hashable, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, key: Hashable) -> str | None:
-        with self._lock:
-            answer = self._answers.get(key)
-            if answer is not None:
-                self._answers.move_to_end(key)
-            return answer
-
-    def put(self, key: Hashable, answer: str) -> None:
-        with self._lock:
-            self._answers[key] = answer
-            self._answers.move_to_end(key)
-            while len(self._answers) > KEPT_ANSWERS:
-                self._answers.popitem(last=False)
-
-
-_kept = _Kept()
+_kept = Kept[str](KEPT_ANSWERS)
 
 
 def kept_answer(session: Session, org_id: str, request: Hashable, make: Callable[[], str]) -> str:

@@ -152,7 +152,7 @@ def retrieve_artifact(
         policy = cache_control(public=retrieval.public, max_age=ONE_YEAR_SECONDS, immutable=True)
     else:
         policy = cache_control(public=retrieval.public, max_age=LABEL_MAX_AGE_SECONDS)
-    return cached_json(retrieval.artifact, cache_control=policy, if_none_match=if_none_match)
+    return cached_json(retrieval.answer, cache_control=policy, if_none_match=if_none_match)
 
 
 @router.post("/artifacts/labels", response_model=ArtifactVersion)

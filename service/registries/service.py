@@ -32,9 +32,11 @@ from api.registries import (
     content_type,
     template_variables,
 )
+from service.caching import TaggedJson, tagged_json
 from service.changes.protection import require_review_of_labels
 from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.kept import Kept
 from service.orgs.models import OrganizationRow
 from service.registries.lookups import (
     find_artifact,
@@ -58,9 +60,16 @@ from service.registries.models import (
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
 
 
+# Versions never change, so an answer by version is kept in the process (see _by_version); bodies
+# larger than this are made afresh each time, which bounds what is kept to 32 MB.
+KEPT_VERSIONS = 512
+KEPT_BODY_BYTES = 64 * 1024
+_kept_versions = Kept[TaggedJson](KEPT_VERSIONS)
+
+
 @dataclass(frozen=True)
 class Retrieval:
-    artifact: RetrievedArtifact
+    answer: TaggedJson
     public: bool
     by_version: bool
 
@@ -372,10 +381,10 @@ def list_versions(
     return Page[ArtifactVersion](items=items, limit=limit, offset=offset, total=artifact.version_count)
 
 
-def _version_lookup() -> Select[Any]:
+def _version_lookup(*columns: Any) -> Select[Any]:
     """From the organization's slug down to one artifact's versions, joined through unique indexes."""
     return (
-        select(RegistryArtifactVersionRow, RegistryRow.visibility, RegistryRow.org_id)
+        select(*columns, RegistryRow.visibility, RegistryRow.org_id)
         .join(RegistryArtifactRow, RegistryArtifactRow.id == RegistryArtifactVersionRow.artifact_id)
         .join(RegistryRow, RegistryRow.id == RegistryArtifactRow.registry_id)
         .join(OrganizationRow, OrganizationRow.id == RegistryRow.org_id)
@@ -389,10 +398,11 @@ def _version_lookup() -> Select[Any]:
 
 
 # Built once: constructing a statement costs more than running it on the read path.
-_BY_VERSION = _version_lookup().where(RegistryArtifactVersionRow.version == bindparam("version"))
+_BY_VERSION = _version_lookup(RegistryArtifactVersionRow.id).where(
+    RegistryArtifactVersionRow.version == bindparam("version")
+)
 _BY_LABEL = (
-    _version_lookup()
-    .add_columns(RegistryArtifactLabelRow.label)
+    _version_lookup(RegistryArtifactVersionRow, RegistryArtifactLabelRow.label)
     .join(
         RegistryArtifactLabelRow,
         (RegistryArtifactLabelRow.artifact_id == RegistryArtifactRow.id)
@@ -416,8 +426,9 @@ def retrieve(
 ) -> Retrieval:
     """One version by number or semantic version, by label, or else `production` then `latest`.
 
-    The hot path of the registry: one indexed query from the organization's slug to the version.
-    Only when it finds nothing readable do the slower lookups run, to say precisely what is missing.
+    The hot path of the registry: one indexed query from the organization's slug to the version,
+    which also decides access, every time. Only when it finds nothing readable do the slower
+    lookups run, to say precisely what is missing.
     """
     org_slug, registry_name = split_ref(ref)
     parameters: dict[str, Any] = {"org_slug": org_slug, "registry_name": registry_name, "name": name}
@@ -430,16 +441,28 @@ def retrieve(
         _explain_missing(
             session, reader_org_id=reader_org_id, ref=ref, name=name, version=version, label=label
         )
-    row = found[0]
-    artifact = RetrievedArtifact(
-        **version_fields(ref, name, row),
-        content=version_content(row),
-        label=found.label if version is None else None,
-    )
-    return Retrieval(
-        artifact=artifact,
-        public=found.visibility == "public",
-        by_version=version is not None,
+    if version is not None:
+        answer = _by_version(session, found.id, ref, name)
+    else:
+        answer = _answer(ref, name, found[0], label=found.label)
+    return Retrieval(answer=answer, public=found.visibility == "public", by_version=version is not None)
+
+
+def _by_version(session: Session, version_id: str, ref: str, name: str) -> TaggedJson:
+    """A version asked for by version: the same answer for as long as it is asked by this ref and
+    name (the access to it is decided before, on every request)."""
+    key = (version_id, ref, name)
+    answer = _kept_versions.get(key)
+    if answer is None:
+        answer = _answer(ref, name, session.get_one(RegistryArtifactVersionRow, version_id), label=None)
+        if len(answer.body) <= KEPT_BODY_BYTES:
+            _kept_versions.put(key, answer)
+    return answer
+
+
+def _answer(ref: str, name: str, row: RegistryArtifactVersionRow, *, label: str | None) -> TaggedJson:
+    return tagged_json(
+        RetrievedArtifact(**version_fields(ref, name, row), content=version_content(row), label=label)
     )
 
 
