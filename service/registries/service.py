@@ -60,7 +60,7 @@ from service.registries.models import (
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
 
 
-# Versions never change, so an answer by version is kept in the process (see _by_version); bodies
+# Versions never change, so the answer about one is kept in the process (see _answer); bodies
 # larger than this are made afresh each time, which bounds what is kept to 32 MB.
 KEPT_VERSIONS = 512
 KEPT_BODY_BYTES = 64 * 1024
@@ -402,7 +402,7 @@ _BY_VERSION = _version_lookup(RegistryArtifactVersionRow.id).where(
     RegistryArtifactVersionRow.version == bindparam("version")
 )
 _BY_LABEL = (
-    _version_lookup(RegistryArtifactVersionRow, RegistryArtifactLabelRow.label)
+    _version_lookup(RegistryArtifactVersionRow.id, RegistryArtifactLabelRow.label)
     .join(
         RegistryArtifactLabelRow,
         (RegistryArtifactLabelRow.artifact_id == RegistryArtifactRow.id)
@@ -441,29 +441,23 @@ def retrieve(
         _explain_missing(
             session, reader_org_id=reader_org_id, ref=ref, name=name, version=version, label=label
         )
-    if version is not None:
-        answer = _by_version(session, found.id, ref, name)
-    else:
-        answer = _answer(ref, name, found[0], label=found.label)
+    answer = _answer(session, found.id, ref, name, label=None if version is not None else found.label)
     return Retrieval(answer=answer, public=found.visibility == "public", by_version=version is not None)
 
 
-def _by_version(session: Session, version_id: str, ref: str, name: str) -> TaggedJson:
-    """A version asked for by version: the same answer for as long as it is asked by this ref and
-    name (the access to it is decided before, on every request)."""
-    key = (version_id, ref, name)
+def _answer(session: Session, version_id: str, ref: str, name: str, *, label: str | None) -> TaggedJson:
+    """The answer about a version as asked for by this ref and name (and label): the same for as
+    long as the version exists, so kept. Who may read it is decided before, on every request."""
+    key = (version_id, ref, name, label)
     answer = _kept_versions.get(key)
     if answer is None:
-        answer = _answer(ref, name, session.get_one(RegistryArtifactVersionRow, version_id), label=None)
+        row = session.get_one(RegistryArtifactVersionRow, version_id)
+        answer = tagged_json(
+            RetrievedArtifact(**version_fields(ref, name, row), content=version_content(row), label=label)
+        )
         if len(answer.body) <= KEPT_BODY_BYTES:
             _kept_versions.put(key, answer)
     return answer
-
-
-def _answer(ref: str, name: str, row: RegistryArtifactVersionRow, *, label: str | None) -> TaggedJson:
-    return tagged_json(
-        RetrievedArtifact(**version_fields(ref, name, row), content=version_content(row), label=label)
-    )
 
 
 def _explain_missing(
