@@ -1,21 +1,24 @@
 """Answers kept in this process for what cannot change under their keys: the most recently used
-ones, a bounded number of them. Whoever keeps an answer puts in its key everything it was made from."""
+ones, within a budget. Whoever keeps an answer puts in its key everything it was made from."""
 
 from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
 
 Answer = TypeVar("Answer")
 
 
 class Kept(Generic[Answer]):
-    """At most `size` answers; the least recently used goes first."""
+    """Answers whose costs add up to at most `budget` (each costs 1 unless `cost` says otherwise);
+    the least recently used go first."""
 
-    def __init__(self, size: int) -> None:
-        self._size = size
+    def __init__(self, budget: int, cost: Callable[[Answer], int] = lambda _: 1) -> None:
+        self._budget = budget
+        self._cost = cost
+        self._spent = 0
         self._answers: OrderedDict[Hashable, Answer] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -28,7 +31,11 @@ class Kept(Generic[Answer]):
 
     def put(self, key: Hashable, answer: Answer) -> None:
         with self._lock:
+            replaced = self._answers.pop(key, None)
+            if replaced is not None:
+                self._spent -= self._cost(replaced)
             self._answers[key] = answer
-            self._answers.move_to_end(key)
-            while len(self._answers) > self._size:
-                self._answers.popitem(last=False)
+            self._spent += self._cost(answer)
+            while self._spent > self._budget and self._answers:
+                _, evicted = self._answers.popitem(last=False)
+                self._spent -= self._cost(evicted)

@@ -60,11 +60,11 @@ from service.registries.models import (
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
 
 
-# Versions never change, so the answer about one is kept in the process (see _answer); bodies
-# larger than this are made afresh each time, which bounds what is kept to 32 MB.
-KEPT_VERSIONS = 512
+# Versions never change, so the answer about one is kept in the process (see _answer): bodies of
+# up to 64 KB, 32 MB of them in all (some 30,000 prompts of a typical size).
+KEPT_BYTES = 32 * 1024 * 1024
 KEPT_BODY_BYTES = 64 * 1024
-_kept_versions = Kept[TaggedJson](KEPT_VERSIONS)
+_kept_versions = Kept[TaggedJson](KEPT_BYTES, cost=lambda answer: len(answer.body))
 
 
 @dataclass(frozen=True)
