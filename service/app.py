@@ -13,7 +13,7 @@ from anyio import to_thread
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.utils import get_openapi
-from fastapi.routing import APIRoute, RouteContext, iter_route_contexts
+from fastapi.routing import APIRoute
 
 from api.common import ErrorBody
 from service import __version__, logredact
@@ -24,11 +24,11 @@ from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.idempotency import middleware as idempotency
 from service.inputguard import InputGuardMiddleware
-from service.openapi_ids import operation_id
 from service.query import LISTS as PARSED_QUERY_LISTS
 from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
 from service.requestid import RequestIdMiddleware
-from service.routes import API_PREFIX, API_ROUTERS
+from service.routeindex import RouteIndex, api_routes
+from service.routes import API_ROUTERS
 from service.routing import authorized_before_validated
 from service.settings import Settings
 from service.worker import start_in_thread
@@ -72,15 +72,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         docs_url="/api/docs",
         redoc_url=None,
         lifespan=lifespan,
-        generate_unique_id_function=operation_id,
     )
     app.state.settings = settings
     app.state.db = db
     app.state.health = HealthCheck(db)
     install_error_handlers(app)
     app.add_exception_handler(RequestValidationError, authorized_before_validated)
-    for router in API_ROUTERS:
-        app.include_router(router, prefix=API_PREFIX)
+    app.router.routes.append(RouteIndex(route for router in API_ROUTERS for route in router.routes))
     # Innermost: a request refused for its size, its rate or its input never claims an Idempotency-Key.
     app.add_middleware(idempotency.IdempotencyMiddleware, db=db, settings=settings)
     app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
@@ -95,9 +93,8 @@ def create_app(settings: Settings | None = None) -> FastAPI:
 def list_query_parameters(app: FastAPI) -> frozenset[str]:
     """Names of the query parameters some route takes as a list (`status=a&status=b`)."""
     names = set(PARSED_QUERY_LISTS)  # for the routes that read their query string themselves
-    for route in iter_route_contexts(app.routes):
-        if isinstance(route.original_route, APIRoute):
-            names.update(p.alias for p in route.dependant.query_params if _is_list(p.field_info.annotation))
+    for route in api_routes(app):
+        names.update(p.alias for p in route.dependant.query_params if _is_list(p.field_info.annotation))
     return frozenset(names)
 
 
@@ -116,7 +113,7 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
     operation names the keys it takes and documents the errors it can answer."""
     if app.openapi_schema:
         return app.openapi_schema
-    schema = get_openapi(title=app.title, version=app.version, routes=app.routes)
+    schema = get_openapi(title=app.title, version=app.version, routes=api_routes(app))
     components = schema.setdefault("components", {})
     schemas = components.setdefault("schemas", {})
     error_schema = ErrorBody.model_json_schema(by_alias=True, ref_template="#/components/schemas/{model}")
@@ -133,8 +130,8 @@ def _openapi(app: FastAPI) -> dict[str, Any]:
             **_ERROR_CONTENT,
         }
     }
-    for route in iter_route_contexts(app.routes):
-        if isinstance(route.original_route, APIRoute) and route.include_in_schema:
+    for route in api_routes(app):
+        if route.include_in_schema:
             for method in route.methods:
                 _document_operation(schema["paths"][route.path_format][method.lower()], route)
     idempotency.document(schema)
@@ -162,7 +159,7 @@ _ERRORS = {
 }
 
 
-def _document_operation(operation: dict[str, Any], route: RouteContext) -> None:
+def _document_operation(operation: dict[str, Any], route: APIRoute) -> None:
     responses = operation.setdefault("responses", {})
     responses.pop("422", None)
     role = least_role(route.dependant)

@@ -8,10 +8,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.routing import iter_route_contexts
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Send
+
+from service.routeindex import app_routes
 
 logger = logging.getLogger("orgdeck")
 
@@ -181,7 +182,7 @@ def _allowed_methods(request: Request) -> str:
     """The methods of the path template that serves this path: the router names only the first
     route's, and /environments/list must not advertise what /environments/{id} takes."""
     path = request.url.path
-    routes = [route for route in iter_route_contexts(request.app.routes) if route.methods]
+    routes = [route for route in app_routes(request.app) if getattr(route, "methods", None)]
     template = next((route.path_format for route in routes if route.path_regex.match(path)), None)
     methods = {method for route in routes if route.path_format == template for method in route.methods}
     return ", ".join(sorted(methods))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from fastapi.responses import Response
 
 from api.api_keys import ApiKey
@@ -22,11 +22,11 @@ from service.members.routes import router as members_router
 from service.notifications.routes import router as notifications_router
 from service.providers.routes import router as providers_router
 from service.registries.routes import router as registries_router
-from service.routing import Route
+from service.routing import api_router
 from service.tools.routes import deployments_router as tool_deployments_router
 from service.tools.routes import router as tools_router
 
-system_router = APIRouter(route_class=Route, tags=["Service"])
+system_router = api_router("", tags=["Service"])
 
 
 # Health is polled by every load balancer and monitor: its two possible answers are rendered once.
@@ -81,9 +81,7 @@ def sign_in(caller: Viewer, session: DbSession) -> ApiKey:
     return ApiKey.model_validate(touch_key(session, key_id=caller.key_id))
 
 
-API_PREFIX = "/api"
-# The app includes each router itself, under API_PREFIX (service.app): a router nested in another
-# would cost every request a walk through both.
+# The app serves their routes through one index (service.routing.RouteIndex), in this order:
 # tool_deployments_router (/agents/tool-…) must stay before any router with /agents/{stableKey}.
 API_ROUTERS = (
     system_router,

@@ -24,7 +24,7 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-from fastapi import Request
+from fastapi import APIRouter, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.exceptions import RequestValidationError
 from fastapi.routing import APIRoute
@@ -37,8 +37,17 @@ from service.db import Database
 from service.deps import CLAIM_INFO_KEY, PUBLIC_READ, PendingCaller, least_role
 from service.errors import ServiceError, service_error_response, validation_error_response
 from service.idempotency.service import mark_committed
-from service.openapi_ids import camel_case
+from service.openapi_ids import camel_case, operation_id
 from service.responses import rendered_json
+from service.routeindex import API_PREFIX
+
+
+def api_router(prefix: str, tags: list[str]) -> APIRouter:
+    """An area's router: its routes' paths are whole (under API_PREFIX), made by `Route` and named
+    by their function (service.openapi_ids)."""
+    return APIRouter(
+        route_class=Route, prefix=API_PREFIX + prefix, tags=tags, generate_unique_id_function=operation_id
+    )
 
 
 class Route(APIRoute):

@@ -322,7 +322,7 @@ def test_list_pages(client, catalogue):
 def _agent_route_matching(path: str, method: str) -> str | None:
     from starlette.routing import Match
 
-    scope = {"type": "http", "path": "/agents" + path, "method": method}
+    scope = {"type": "http", "path": "/api/agents" + path, "method": method}
     for route in agents_router.routes:
         match, _ = route.matches(scope)
         if match == Match.FULL:
@@ -336,7 +336,7 @@ def test_agent_paths_never_shadow_the_fixed_words(word, http, org):
     assert _agent_route_matching(f"/{word}", "GET") is None
     assert _agent_route_matching(f"/{word}", "DELETE") is None
     assert _agent_route_matching(f"/{word}/versions", "GET") is None
-    assert _agent_route_matching(f"/{word}-bot", "GET") == "/agents/{stableKey}"
+    assert _agent_route_matching(f"/{word}-bot", "GET") == "/api/agents/{stableKey}"
     response = http.get(f"agents/{word}", params={"orgSlug": org.slug}, headers=org.headers)
     assert "No agent" not in response.text
     refused = http.post(

@@ -3,14 +3,14 @@ from __future__ import annotations
 import re
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 from starlette.convertors import StringConvertor, register_url_convertor
 
 from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, ListAgents, UpdateAgent
 from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, OrgScoped, Page
 from service.agents import service
 from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
-from service.routing import Route
+from service.routing import api_router
 
 
 class StableKeySegment(StringConvertor):
@@ -27,7 +27,7 @@ class StableKeySegment(StringConvertor):
 
 register_url_convertor("stable_key", StableKeySegment())
 
-router = APIRouter(route_class=Route, prefix="/agents", tags=["Agents"])
+router = api_router("/agents", tags=["Agents"])
 AGENT = "/{stableKey:stable_key}"
 StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's stableKey.")]
 

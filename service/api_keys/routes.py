@@ -1,14 +1,12 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
 from api.common import Page
 from service.api_keys import service
 from service.deps import DbSession, OrgSlugQuery, Viewer
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/api-keys", tags=["API keys"])
+router = api_router("/api-keys", tags=["API keys"])
 
 
 @router.post("", response_model=CreatedApiKey)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import Request
 from sqlalchemy import Row
 
 from api.audit import AuditActor, AuditEvent, AuditQuery, AuditStats, AuditStatsQuery, AuditTarget
@@ -16,9 +16,9 @@ from service.query import (
     parameter,
     parse_query,
 )
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, tags=["Audit trail"])
+router = api_router("", tags=["Audit trail"])
 
 SCALARS = ("orgSlug", "actor", "action", "targetType", "targetId", "cursor")
 QUERY_OPENAPI = paged_query_openapi(

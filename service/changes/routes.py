@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 
 from api.changes import (
     CHANGE_KINDS,
@@ -18,9 +18,9 @@ from api.common import DEFAULT_PAGE_SIZE, Page
 from service.changes import service
 from service.deployments.service import parse_statuses
 from service.deps import Admin, Author, DbSession, EnumListQuery, LimitQuery, OrgSlugQuery, Viewer
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, tags=["Reviewed changes"])
+router = api_router("", tags=["Reviewed changes"])
 
 ChangeRequestId = Annotated[str, Path(alias="changeRequestId", description="The request's id (chg_…).")]
 StatusQuery = Annotated[list[str], EnumListQuery(CHANGE_STATUSES, "Statuses")]

@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import date
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import Path, Query
 from fastapi.responses import Response
 
 from api.common import DEFAULT_PAGE_SIZE, Page
@@ -44,9 +44,9 @@ from service.deps import (
 )
 from service.errors import InvalidInput
 from service.responses import rendered_json
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, tags=["Deployments"])
+router = api_router("", tags=["Deployments"])
 
 StatusQuery = Annotated[
     list[str], EnumListQuery(JOB_STATUSES, "Job statuses (pending, running, complete, error, partial)")

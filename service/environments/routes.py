@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
@@ -21,9 +21,9 @@ from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
 from service.environments.models import EnvironmentRow
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/environments", tags=["Environments and secrets"])
+router = api_router("/environments", tags=["Environments and secrets"])
 
 # The fixed paths (/secrets, /list) are declared before /{environment_id} so that it never captures them.
 

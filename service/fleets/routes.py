@@ -2,15 +2,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import Path
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.fleets import CreateFleet, Fleet, FleetDetail, UpdateFleet
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.fleets import service
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/fleets", tags=["Fleets"])
+router = api_router("/fleets", tags=["Fleets"])
 FleetIdPath = Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")]
 FLEET = "/{fleetId}"
 

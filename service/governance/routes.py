@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from api.common import DEFAULT_PAGE_SIZE, ErrorBody, Page
 from api.governance import (
@@ -18,9 +18,9 @@ from api.governance import (
 from service.crypto import cipher_for
 from service.deps import AppSettings, Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
 from service.governance import service
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/governance/policies", tags=["Governance"])
+router = api_router("/governance/policies", tags=["Governance"])
 
 
 @router.post(

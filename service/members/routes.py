@@ -2,15 +2,15 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from api.common import Page
 from api.members import CreateMember, Member, UpdateMember
 from service.deps import Admin, DbSession, OrgSlugQuery, Viewer
 from service.members import service
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/members", tags=["Members"])
+router = api_router("/members", tags=["Members"])
 
 
 @router.post("", response_model=Member)

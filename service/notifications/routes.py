@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query, Request, Response
+from fastapi import Query, Request, Response
 
 from api.common import OrgScoped, Page
 from api.notifications import (
@@ -36,9 +36,9 @@ from service.notifications.query import (
 )
 from service.query import parse_query
 from service.responses import rendered_json, splice_json
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/notifications", tags=["Notifications"])
+router = api_router("/notifications", tags=["Notifications"])
 
 
 @router.post("/channels", response_model=CreatedChannel)

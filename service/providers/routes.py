@@ -1,7 +1,5 @@
 from __future__ import annotations
 
-from fastapi import APIRouter
-
 from api.common import Page
 from api.providers import (
     CreateProvider,
@@ -14,9 +12,9 @@ from api.providers import (
 from service.crypto import cipher_for
 from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
 from service.providers import service
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/providers", tags=["LLM providers"])
+router = api_router("/providers", tags=["LLM providers"])
 
 
 @router.post("", response_model=Provider)

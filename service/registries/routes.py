@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Header, Query
+from fastapi import Header, Query
 from starlette.responses import Response
 
 from api.common import DEFAULT_PAGE_SIZE, Page
@@ -35,9 +35,9 @@ from service.deps import (
 )
 from service.errors import InvalidInput
 from service.registries import service
-from service.routing import Route
+from service.routing import api_router
 
-router = APIRouter(route_class=Route, prefix="/registries", tags=["Prompt registries"])
+router = api_router("/registries", tags=["Prompt registries"])
 
 # By label an answer may change at any moment: caches may keep it this briefly.
 LABEL_MAX_AGE_SECONDS = 60

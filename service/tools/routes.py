@@ -1,18 +1,18 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
-from service.routing import Route
+from service.routing import api_router
 from service.tools import service
 from service.tools.models import ToolDeploymentRow
 
-router = APIRouter(route_class=Route, prefix="/tools", tags=["Tools"])
+router = api_router("/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
 # router before the agents' own, so that /agents/{stableKey} never captures these paths.
-deployments_router = APIRouter(route_class=Route, prefix="/agents", tags=["Tools"])
+deployments_router = api_router("/agents", tags=["Tools"])
 
 
 @router.post("", response_model=Tool)
