@@ -42,7 +42,11 @@ def _concrete(path_format: str, value: str) -> str:
 # Every route's own path, with its parameters filled both by plain words and by the fixed words
 # other routes use (`deployment-jobs`, `list`), so that the order between them is exercised.
 PATHS = sorted(
-    {_concrete(route.path_format, value) for route in API_ROUTES for value in ("x1", "deployment-jobs", "list")}
+    {
+        _concrete(route.path_format, value)
+        for route in API_ROUTES
+        for value in ("x1", "deployment-jobs", "list")
+    }
     | {"/api", "/api/", "/api/nope", "/apis/health", "/health", "/api/agents"}
 )
 
