@@ -17,16 +17,15 @@ from fastapi.routing import APIRoute
 
 from api.common import ErrorBody
 from service import __version__, logredact
-from service.bodylimit import BodyLimitMiddleware
+from service.bodylimit import BodyLimit
 from service.db import Database
 from service.deps import PUBLIC_READ, least_role
+from service.edge import EdgeMiddleware
 from service.errors import install_error_handlers
 from service.health import HealthCheck
 from service.idempotency import middleware as idempotency
-from service.inputguard import InputGuardMiddleware
 from service.query import LISTS as PARSED_QUERY_LISTS
-from service.ratelimit import Limiter, MemoryLimiter, RateLimitMiddleware, RedisLimiter
-from service.requestid import RequestIdMiddleware
+from service.ratelimit import Limiter, MemoryLimiter, RedisLimiter
 from service.routeindex import RouteIndex, api_routes
 from service.routes import API_ROUTERS
 from service.routing import authorized_before_validated
@@ -81,11 +80,13 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.router.routes.append(RouteIndex(route for router in API_ROUTERS for route in router.routes))
     # Innermost: a request refused for its size, its rate or its input never claims an Idempotency-Key.
     app.add_middleware(idempotency.IdempotencyMiddleware, db=db, settings=settings)
-    app.add_middleware(InputGuardMiddleware, list_parameters=list_query_parameters(app))
-    if settings.rate_limit > 0:
-        app.add_middleware(RateLimitMiddleware, limiter=_limiter(settings), exempt_paths=UNLIMITED_PATHS)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
-    app.add_middleware(RequestIdMiddleware)
+    app.add_middleware(
+        EdgeMiddleware,
+        body_limit=BodyLimit(settings.max_body_bytes),
+        limiter=_limiter(settings) if settings.rate_limit > 0 else None,
+        exempt_paths=UNLIMITED_PATHS,
+        list_parameters=list_query_parameters(app),
+    )
     app.openapi = lambda: _openapi(app)  # type: ignore[method-assign]
     return app
 

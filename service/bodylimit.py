@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from starlette.datastructures import Headers
+from collections.abc import Mapping
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import send_error
@@ -12,26 +13,24 @@ class _TooLarge(Exception):
     pass
 
 
-class BodyLimitMiddleware:
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
-        self.app = app
+class BodyLimit:
+    def __init__(self, max_bytes: int) -> None:
         self.max_bytes = max_bytes
         self.message = f"The request body is larger than {max_bytes} bytes"
 
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        headers = Headers(scope=scope)
-        declared = headers.get("content-length", "0")
-        if "transfer-encoding" not in headers and declared.isdigit():
-            # The server reads no more than a declared length (none declared: no body), so only
-            # the length needs checking; only a chunked body has to be counted as it arrives.
-            if int(declared) > self.max_bytes:
-                await send_error(send, 413, self.message, "payload_too_large")
-            else:
-                await self.app(scope, receive, send)
-            return
+    def declared(self, headers: Mapping[bytes, bytes]) -> int | None:
+        """The body's declared length, when that is all there is to check: the server reads no
+        more than a declared length (none declared: no body). A chunked body has to be counted."""
+        if b"transfer-encoding" in headers:
+            return None
+        declared = headers.get(b"content-length", b"0")
+        return int(declared) if declared.isdigit() else None
+
+    async def refuse(self, send: Send) -> None:
+        await send_error(send, 413, self.message, "payload_too_large")
+
+    async def run_counted(self, app: ASGIApp, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run `app` on a body counted as it arrives, refused once it grows past the limit."""
         received = 0
         exceeded = refused = False
 
@@ -52,10 +51,10 @@ class BodyLimitMiddleware:
                 await send(message)
             elif not refused:
                 refused = True
-                await send_error(send, 413, self.message, "payload_too_large")
+                await self.refuse(send)
 
         try:
-            await self.app(scope, counting_receive, guarded_send)
+            await app(scope, counting_receive, guarded_send)
         except _TooLarge:
             if not refused:
-                await send_error(send, 413, self.message, "payload_too_large")
+                await self.refuse(send)

@@ -9,6 +9,8 @@ from collections.abc import Callable
 from datetime import datetime
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lowercase
+# Every pair of digits, so that an id is 13 lookups of 10 bits rather than 26 divisions.
+_PAIRS = [high + low for high in _ALPHABET for low in _ALPHABET]
 
 
 def new_id(
@@ -28,11 +30,11 @@ def first_id_at(prefix: str, at: datetime) -> str:
 
 
 def _encode(prefix: str, value: int) -> str:
-    chars = []
-    for _ in range(26):
-        value, digit = divmod(value, 32)
-        chars.append(_ALPHABET[digit])
-    return f"{prefix}_{''.join(reversed(chars))}"
+    pairs = []
+    for _ in range(13):
+        pairs.append(_PAIRS[value & 1023])
+        value >>= 10
+    return f"{prefix}_{''.join(reversed(pairs))}"
 
 
 def is_id(value: str, prefix: str) -> bool:

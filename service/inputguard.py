@@ -12,10 +12,11 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
 
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from service.errors import send_error
 
@@ -37,30 +38,21 @@ class Refusal(Exception):
         await send_error(send, 400, f"{prefix}: {where}{self.message}", self.code, details=details)
 
 
-class InputGuardMiddleware:
-    """`list_parameters`: the query parameters some route takes as a list, the only ones that may
-    be repeated (any other given twice is ambiguous: which one did the caller mean?)."""
-
-    def __init__(self, app: ASGIApp, list_parameters: frozenset[str]) -> None:
-        self.app = app
-        self.list_parameters = list_parameters
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        try:
-            check_url(scope["path"], scope["query_string"], self.list_parameters)
-            if scope["method"] in BODY_METHODS and _is_json(scope):
-                body = await _read_body(receive)
-                if body is None:
-                    return  # the client went away
-                check_json_body(body)
-                receive = _replay(body, receive)
-        except Refusal as refusal:
-            await refusal.send(send)
-            return
-        await self.app(scope, receive, send)
+async def guarded_receive(
+    scope: Scope, headers: Mapping[bytes, bytes], receive: Receive, list_parameters: frozenset[str]
+) -> Receive | None:
+    """Raise Refusal for input no route should see; else the receive the app reads the body from
+    (None: the client went away). `list_parameters`: the query parameters some route takes as a
+    list, the only ones that may be repeated (any other given twice is ambiguous: which one did the
+    caller mean?)."""
+    check_url(scope["path"], scope["query_string"], list_parameters)
+    if scope["method"] not in BODY_METHODS or not _is_json(headers.get(b"content-type")):
+        return receive
+    body = await _read_body(receive)
+    if body is None:
+        return None
+    check_json_body(body)
+    return _replay(body, receive)
 
 
 def check_url(path: str, query_string: bytes, list_parameters: frozenset[str]) -> None:
@@ -124,14 +116,13 @@ def _describe(character: str) -> str:
     return f"is not valid Unicode text (a lone surrogate \\u{ord(character):04x})"
 
 
-def _is_json(scope: Scope) -> bool:
-    for name, value in scope["headers"]:
-        if name == b"content-type":
-            media_type = value.split(b";", 1)[0].strip().lower()
-            return media_type == b"application/json" or (
-                media_type.startswith(b"application/") and media_type.endswith(b"+json")
-            )
-    return False
+def _is_json(content_type: bytes | None) -> bool:
+    if content_type is None:
+        return False
+    media_type = content_type.split(b";", 1)[0].strip().lower()
+    return media_type == b"application/json" or (
+        media_type.startswith(b"application/") and media_type.endswith(b"+json")
+    )
 
 
 async def _read_body(receive: Receive) -> bytes | None:

@@ -6,13 +6,9 @@ import hashlib
 import logging
 import math
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
-
-from starlette.datastructures import Headers
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
-
-from service.errors import send_error
 
 logger = logging.getLogger("orgdeck.ratelimit")
 
@@ -97,35 +93,9 @@ class RedisLimiter(_Window):
         await self._redis.aclose()
 
 
-def identity_of(scope: Scope) -> str:
+def identity_of(headers: Mapping[bytes, bytes], client: tuple[str, int] | None) -> str:
     """The budget a request draws on: a digest of the key it presents, else its client address."""
-    headers = Headers(scope=scope)
-    key = headers.get("x-api-key") or headers.get("authorization")
+    key = headers.get(b"x-api-key") or headers.get(b"authorization")
     if key:
-        return "key:" + hashlib.sha256(key.strip().encode()).hexdigest()[:32]
-    client = scope.get("client")
+        return "key:" + hashlib.sha256(key.decode("latin-1").strip().encode()).hexdigest()[:32]
     return "addr:" + (client[0] if client else "unknown")
-
-
-class RateLimitMiddleware:
-    def __init__(self, app: ASGIApp, limiter: Limiter, exempt_paths: frozenset[str]) -> None:
-        self.app = app
-        self.limiter = limiter
-        self.exempt_paths = exempt_paths
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.exempt_paths:
-            await self.app(scope, receive, send)
-            return
-        decision = await self.limiter.hit(identity_of(scope))
-        if not decision.allowed:
-            message = f"Rate limit of {decision.limit} requests exceeded; retry in {decision.reset_seconds} s"
-            await send_error(send, 429, message, "rate_limited", decision.headers())
-            return
-
-        async def send_with_headers(message: Message) -> None:
-            if message["type"] == "http.response.start":
-                message["headers"] = [*message.get("headers", []), *decision.headers()]
-            await send(message)
-
-        await self.app(scope, receive, send_with_headers)

@@ -1,0 +1,85 @@
+"""What every request meets before its route, in one layer and one reading of its headers.
+
+In order: its request id (every answer carries X-Request-Id, service.requestid), the size of its
+body (413, service.bodylimit), its rate budget (429, service.ratelimit; none for `exempt_paths`)
+and the sanity of its input (400, service.inputguard). As four middlewares they cost a one-query
+read a tenth of its time: each was a call deeper for the request and for every message of its
+answer, and each read the headers again.
+"""
+
+from __future__ import annotations
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from service.bodylimit import BodyLimit
+from service.errors import send_error
+from service.inputguard import Refusal, guarded_receive
+from service.ratelimit import Limiter, identity_of
+from service.requestid import HEADER as REQUEST_ID_HEADER
+from service.requestid import current_request_id, request_id_for
+
+Headers = dict[bytes, bytes]
+
+
+class EdgeMiddleware:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        body_limit: BodyLimit,
+        limiter: Limiter | None,
+        exempt_paths: frozenset[str],
+        list_parameters: frozenset[str],
+    ) -> None:
+        self.app = app
+        self.body_limit = body_limit
+        self.limiter = limiter
+        self.exempt_paths = exempt_paths
+        self.list_parameters = list_parameters
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(reversed(scope["headers"]))  # the first of a repeated header, as Starlette reads
+        request_id = request_id_for(headers.get(REQUEST_ID_HEADER))
+        current_request_id.set(request_id)
+        # Grows with the rate limit's headers before the answer starts.
+        added = [(REQUEST_ID_HEADER, request_id.encode())]
+
+        async def send_with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *added]
+            await send(message)
+
+        declared = self.body_limit.declared(headers)
+        if declared is None:
+
+            async def limited(scope: Scope, receive: Receive, send: Send) -> None:
+                await self._limited(scope, receive, send, headers, added)
+
+            await self.body_limit.run_counted(limited, scope, receive, send_with_headers)
+        elif declared > self.body_limit.max_bytes:
+            await self.body_limit.refuse(send_with_headers)
+        else:
+            await self._limited(scope, receive, send_with_headers, headers, added)
+
+    async def _limited(
+        self, scope: Scope, receive: Receive, send: Send, headers: Headers, added: list[tuple[bytes, bytes]]
+    ) -> None:
+        if self.limiter is not None and scope["path"] not in self.exempt_paths:
+            decision = await self.limiter.hit(identity_of(headers, scope.get("client")))
+            added.extend(decision.headers())
+            if not decision.allowed:
+                message = (
+                    f"Rate limit of {decision.limit} requests exceeded; retry in {decision.reset_seconds} s"
+                )
+                await send_error(send, 429, message, "rate_limited")
+                return
+        try:
+            guarded = await guarded_receive(scope, headers, receive, self.list_parameters)
+        except Refusal as refusal:
+            await refusal.send(send)
+            return
+        if guarded is not None:  # else the client went away
+            await self.app(scope, guarded, send)
