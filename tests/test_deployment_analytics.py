@@ -13,7 +13,7 @@ from alembic import command
 from sqlalchemy import MetaData, select
 
 from api import OrgdeckClient
-from api.deployments import MAX_ANALYTICS_DAYS, DeploymentRequest, Heatmap, MetricsFigures
+from api.deployments import MAX_ANALYTICS_DAYS, DeploymentJob, DeploymentRequest, Heatmap, MetricsFigures
 from service.agents.models import AgentRow
 from service.db import Database, utcnow
 from service.deployments import service as deployments
@@ -696,3 +696,60 @@ def test_bad_input_is_400_naming_the_field(http, org, path, query, field):
     )
     assert response.status_code == 400, response.text
     assert response.json()["details"][0]["field"] == field, response.json()
+
+
+def test_the_jobs_list_is_exactly_what_the_models_render(fixture, http, org):
+    """The database writes each job's JSON: the fields, values and order of DeploymentJob, timestamps
+    cut to the millisecond, text of every kind escaped, agents by stable key, pages by cursor."""
+    rng = random.Random(11)
+    texts = ['say "hi"\n', "naïve — ünïcode ✓", "back\\slash\ttab", "", None]
+    with fixture.db.session(write=True) as session:
+        for _ in range(23):
+            microseconds = rng.choice([0, 999, 999_999, rng.randint(0, 999_999)])
+            created = datetime(2025, 6, 1, tzinfo=UTC) + timedelta(
+                seconds=rng.randint(0, 10**6), microseconds=microseconds
+            )
+            keys = rng.sample(["beta", "alpha"], rng.randint(0, 2))
+            results = {key: rng.choice(["complete", "error", "pending"]) for key in keys}
+            status = rng.choice(["complete", "error", "partial", "pending"])
+            job = fixture.job(fixture.env["b"], created, rng.randint(1, 500), status, results)
+            job.message = rng.choice(texts)
+            job.attempts = rng.randint(0, 3)
+            job.lease_expires_at = rng.choice([None, created + timedelta(microseconds=rng.randint(0, 10**7))])
+            for agent in job.agent_rows:
+                agent.error = rng.choice(texts)
+            session.add(job)
+    with fixture.db.session() as session:
+        rows = session.scalars(
+            select(JobRow).where(JobRow.environment_id == fixture.env["b"]).order_by(JobRow.id.desc())
+        )
+        expected = [
+            DeploymentJob.model_validate(
+                {
+                    **{name: getattr(row, name) for name in DeploymentJob.model_fields if name != "agents"},
+                    "agents": sorted(row.agent_rows, key=lambda agent: agent.stable_key),
+                }
+            ).model_dump(mode="json")
+            for row in rows
+        ]
+    listed, cursor = [], None
+    while True:
+        params = {"orgSlug": org.slug, "environmentId": fixture.env["b"], "limit": 7}
+        response = http.get(
+            "agents/deployment-jobs",
+            params=params | ({"cursor": cursor} if cursor else {}),
+            headers=org.headers,
+        )
+        assert response.status_code == 200, response.text
+        page = response.json()
+        assert list(page) == ["items", "limit", "offset", "total", "nextCursor"]
+        listed += page["items"]
+        cursor = page["nextCursor"]
+        if cursor is None:
+            break
+    assert len(expected) == 23 + 3  # with the fixture's three in b
+    assert listed == expected
+    assert [list(job) for job in listed] == [list(job) for job in expected]
+    assert [[list(agent) for agent in job["agents"]] for job in listed] == [
+        [list(agent) for agent in job["agents"]] for job in expected
+    ]

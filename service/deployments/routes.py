@@ -30,7 +30,7 @@ from api.deployments import (
     StatusMatrix,
 )
 from service.crypto import cipher_for
-from service.deployments import heatmaps, history, matrix, metrics, service, states
+from service.deployments import heatmaps, history, joblist, matrix, metrics, service, states
 from service.deps import (
     Admin,
     AppSettings,
@@ -138,7 +138,7 @@ def list_jobs(
     days the heatmaps count them on)."""
     if not limit.is_integer():
         raise InvalidInput(f"limit must be a whole number (got {limit})", field="limit")
-    jobs, next_cursor = service.list_jobs(
+    page = joblist.list_jobs(
         session,
         org_id=caller.org_id_for(org_slug),
         environment_id=environment_id,
@@ -148,8 +148,7 @@ def list_jobs(
         limit=int(limit),
         cursor=cursor,
     )
-    items = [DeploymentJob.model_validate(job) for job in jobs]
-    return rendered_json(Page[DeploymentJob](items=items, limit=int(limit), next_cursor=next_cursor))
+    return rendered_json(page)
 
 
 @router.get("/agents/deployment-jobs/{jobId}", response_model=DeploymentJob)

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Select, and_, bindparam, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
@@ -26,9 +24,8 @@ from service.deployments.models import (
     DeploymentSigningKeyRow,
 )
 from service.environments.models import EnvironmentRow
-from service.errors import InvalidCursor, InvalidInput, NotFound
+from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
-from service.ids import is_id
 from service.tools.models import ToolRow
 from service.webhooks import new_secret
 
@@ -156,98 +153,6 @@ def create_fleet_job(
         org_slug=org_slug, environment_id=environment_id, agent_stable_keys=stable_keys
     )
     return create_job(session, org_id=org_id, request=request)
-
-
-# What a listing shows of a job and of each agent's result (named as in the wire model).
-LISTED_JOB_COLUMNS = (
-    DeploymentJobRow.id,
-    DeploymentJobRow.environment_id,
-    DeploymentJobRow.status,
-    DeploymentJobRow.message,
-    DeploymentJobRow.attempts,
-    DeploymentJobRow.created_at,
-    DeploymentJobRow.started_at,
-    DeploymentJobRow.finished_at,
-    DeploymentJobRow.lease_expires_at,
-)
-LISTED_RESULT_COLUMNS = (
-    DeploymentJobAgentRow.job_id,
-    DeploymentJobAgentRow.stable_key,
-    DeploymentJobAgentRow.version,
-    DeploymentJobAgentRow.status,
-    DeploymentJobAgentRow.error,
-)
-
-
-def list_jobs(
-    session: Session,
-    *,
-    org_id: str,
-    environment_id: str | None,
-    statuses: Sequence[str],
-    start: date | None,
-    end: date | None,
-    limit: int,
-    cursor: str | None,
-) -> tuple[list[dict[str, Any]], str | None]:
-    """Jobs newest first (ids are time-ordered) as plain records with each agent's result, and the
-    cursor of the next page if there is one; `start` and `end` are inclusive UTC days of creation.
-    Two queries of plain rows: a page of entities with their agents' resolved configs would cost
-    several times as much, for configs a listing never shows."""
-    if start is not None and end is not None and end < start:
-        raise InvalidInput(f"end ({end}) is before start ({start})", field="end")
-    if cursor is not None and not is_id(cursor, "job"):
-        raise InvalidCursor
-    query = _jobs_statement(
-        by_environment=environment_id is not None,
-        by_status=bool(statuses),
-        since=start is not None,
-        until=end is not None,
-        after=cursor is not None,
-    )
-    values = {"org_id": org_id, "environment_id": environment_id, "statuses": list(statuses)}
-    if start is not None:
-        values["since"] = datetime.combine(start, time.min, tzinfo=UTC)
-    if end is not None:
-        values["until"] = datetime.combine(end + timedelta(days=1), time.min, tzinfo=UTC)
-    rows = session.execute(query, values | {"cursor": cursor, "limit": limit + 1}).all()
-    next_cursor = rows[limit - 1].id if len(rows) > limit else None
-    jobs = [{**row._mapping, "agents": []} for row in rows[:limit]]
-    by_id = {job["id"]: job for job in jobs}
-    for row in session.execute(_results_statement(), {"job_ids": list(by_id)}):
-        result = dict(row._mapping)
-        by_id[result.pop("job_id")]["agents"].append(result)
-    return jobs, next_cursor
-
-
-@functools.cache
-def _jobs_statement(
-    *, by_environment: bool, by_status: bool, since: bool, until: bool, after: bool
-) -> Select[Any]:
-    """A page of jobs, over the parameters org_id, environment_id, statuses, since, until, cursor
-    and limit. Built once per shape: building and keying it would cost as much as running it."""
-    query = select(*LISTED_JOB_COLUMNS).where(DeploymentJobRow.org_id == bindparam("org_id"))
-    if by_environment:
-        query = query.where(DeploymentJobRow.environment_id == bindparam("environment_id"))
-    if by_status:
-        query = query.where(DeploymentJobRow.status.in_(bindparam("statuses", expanding=True)))
-    # A range of creation is read from the (org, [environment,] created_at, id) indexes.
-    if since:
-        query = query.where(DeploymentJobRow.created_at >= bindparam("since"))
-    if until:
-        query = query.where(DeploymentJobRow.created_at < bindparam("until"))
-    if after:
-        query = query.where(DeploymentJobRow.id < bindparam("cursor"))
-    return query.order_by(DeploymentJobRow.id.desc()).limit(bindparam("limit", type_=Integer))
-
-
-@functools.cache
-def _results_statement() -> Select[Any]:
-    """The agents' results of the jobs `job_ids`."""
-    results = select(*LISTED_RESULT_COLUMNS).where(
-        DeploymentJobAgentRow.job_id.in_(bindparam("job_ids", expanding=True))
-    )
-    return results.order_by(DeploymentJobAgentRow.stable_key)
 
 
 def parse_statuses(
