@@ -275,3 +275,87 @@ def test_every_answer_carries_a_request_id(http, org):
     assert made.headers["x-request-id"].startswith("req_")
     assert http.get("no-such-route").headers["x-request-id"].startswith("req_")
     assert http.post("api-keys", content=b"x" * 2_000_000, headers=org.headers).headers["x-request-id"]
+
+
+def test_the_trail_is_exactly_what_the_models_render(http, org, db):
+    """The database writes each event's JSON: AuditEvent's fields, values and order, its actor and
+    target nested, its changes as they were kept, timestamps cut to the millisecond."""
+    from random import Random
+
+    from sqlalchemy import select
+
+    from service.audit.models import AuditEventRow
+    from service.ids import new_id
+    from service.orgs.models import OrganizationRow
+
+    rng = Random(3)
+    texts = ['say "hi"\n', "naïve — ünïcode ✓", "back\\slash\ttab", "", None]
+    start = datetime(2025, 6, 1, tzinfo=UTC)
+    with db.session(write=True) as session:
+        org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
+        for index in range(17):
+            at = start + timedelta(seconds=index * 997, microseconds=rng.choice([0, 999, 999_999, 123_456]))
+            changes = {
+                "name": rng.choice(texts),
+                "limits": {"rpm": rng.randint(0, 9), "on": rng.random() < 0.5},
+            }
+            if index % 3 == 0:
+                changes = {}
+            session.add(
+                AuditEventRow(
+                    id=new_id("aud", at=at),
+                    org_id=org_id,
+                    occurred_at=at,
+                    actor_key_id=rng.choice(["key_x", None]),
+                    actor_key_name=rng.choice(texts),
+                    actor_member_id=rng.choice(["mem_y", None]),
+                    actor_member_email=rng.choice(["a@b.example", None]),
+                    action="updateThing",
+                    target_type=rng.choice(["agent", None]),
+                    target_id=rng.choice(texts),
+                    target_name=rng.choice(texts),
+                    request_id=rng.choice(["req_1", None]),
+                    changes=changes,
+                )
+            )
+    with db.session() as session:
+        rows = session.scalars(
+            select(AuditEventRow).where(AuditEventRow.org_id == org_id, AuditEventRow.action == "updateThing")
+        ).all()
+        expected = [
+            AuditEvent.model_validate(
+                {
+                    "id": row.id,
+                    "occurred_at": row.occurred_at,
+                    "actor": {
+                        name: getattr(row, f"actor_{name}")
+                        for name in ("key_id", "key_name", "member_id", "member_email")
+                    },
+                    "action": row.action,
+                    "target": {name: getattr(row, f"target_{name}") for name in ("type", "id", "name")},
+                    "request_id": row.request_id,
+                    "changes": row.changes,
+                }
+            ).model_dump(mode="json")
+            for row in sorted(rows, key=lambda row: row.id, reverse=True)
+        ]
+    listed, cursor = [], None
+    while True:
+        params = {"orgSlug": org.slug, "action": "updateThing", "limit": 5} | (
+            {"cursor": cursor} if cursor else {}
+        )
+        response = http.get("audit-events", params=params, headers=org.headers)
+        assert response.status_code == 200, response.text
+        listed += response.json()["items"]
+        cursor = response.json()["nextCursor"]
+        if cursor is None:
+            break
+    assert len(listed) == 17
+    assert listed == expected
+
+    def shape(value: Any) -> Any:  # every object's keys in order, all the way down
+        if isinstance(value, dict):
+            return [(key, shape(item)) for key, item in value.items()]
+        return [shape(item) for item in value] if isinstance(value, list) else None
+
+    assert shape(listed) == shape(expected)

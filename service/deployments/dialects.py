@@ -13,7 +13,6 @@ from sqlalchemy import (
     Date,
     DateTime,
     Integer,
-    Text,
     case,
     cast,
     extract,
@@ -56,21 +55,6 @@ def month_start(dialect: str, day: ColumnElement[date]) -> ColumnElement[date]:
     if dialect == "postgresql":
         return cast(func.date_trunc(literal_column("'month'"), cast(day, DateTime)), Date)
     return func.date(day, literal_column("'start of month'"), type_=Date)
-
-
-def wire_timestamp(dialect: str, timestamp: ColumnElement[datetime]) -> ColumnElement[str]:
-    """A stored UTC timestamp as the wire writes it (api.common.format_timestamp): ISO 8601 to the
-    millisecond, cut rather than rounded, with a Z; null stays null."""
-    if dialect == "postgresql":
-        utc = func.timezone(literal_column("'UTC'"), timestamp)
-        return func.to_char(utc, literal_column('\'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"\''), type_=Text)
-    # SQLite keeps `YYYY-MM-DD HH:MM:SS.ffffff`; a value written without its fraction gets one.
-    text = cast(timestamp, Text)
-    day = func.substr(text, literal_column("1"), literal_column("10"), type_=Text)
-    clock = func.substr(
-        text + literal_column("'.000000'"), literal_column("12"), literal_column("12"), type_=Text
-    )
-    return day + literal_column("'T'") + clock + literal_column("'Z'")
 
 
 def upsert(session: Session, model: type[Any]) -> Any:

@@ -6,17 +6,17 @@ import functools
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, Select, Text, bindparam, cast, func, literal_column, select
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, func, literal_column, select
 from sqlalchemy.dialects.postgresql import aggregate_order_by
 from sqlalchemy.orm import Session
 
 from api.common import Page
 from api.deployments import AgentResult, DeploymentJob
 from service.db import dialect_name
-from service.deployments.dialects import wire_timestamp
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
 from service.errors import InvalidCursor, InvalidInput
 from service.ids import is_id
+from service.jsonsql import json_text, model_json, model_json_of
 from service.responses import splice_json
 
 
@@ -81,11 +81,11 @@ def _jobs_statement(
     return query.order_by(job.id.desc()).limit(bindparam("limit", type_=Integer))
 
 
-def _job_json(dialect: str) -> Any:
-    """A job's DeploymentJob JSON, every field in the model's order, its agents by stable key."""
+def _job_json(dialect: str) -> ColumnElement[str]:
+    """A job's DeploymentJob JSON, its agents by stable key."""
     job, result = DeploymentJobRow, DeploymentJobAgentRow
     if dialect == "postgresql":
-        agent = _object(dialect, AgentResult, result)
+        agent = model_json_of(dialect, AgentResult, result)
         in_order = func.json_agg(aggregate_order_by(agent, result.stable_key))
         agents = select(func.coalesce(in_order, literal_column("'[]'::json"))).where(result.job_id == job.id)
     else:
@@ -93,19 +93,8 @@ def _job_json(dialect: str) -> Any:
         listed = (getattr(result, name) for name in AgentResult.model_fields)
         ordered = select(*listed).where(result.job_id == job.id).order_by(result.stable_key)
         rows = ordered.correlate(job).subquery()
-        agents = select(func.json(func.json_group_array(_object(dialect, AgentResult, rows.c))))
-    return cast(_object(dialect, DeploymentJob, job, agents=agents.scalar_subquery()), Text)
-
-
-def _object(dialect: str, model: type[Any], columns: Any, **values: Any) -> Any:
-    """A JSON object of `model`'s fields, in its order under their wire names: `values` by name,
-    else the column of that name (timestamps written as the wire writes them)."""
-    parts = []
-    for name, field in model.model_fields.items():
-        value = values.get(name)
-        if value is None:
-            value = getattr(columns, name)
-            if name.endswith("_at"):
-                value = wire_timestamp(dialect, value)
-        parts += [literal_column(f"'{field.alias or name}'"), value]
-    return (func.json_build_object if dialect == "postgresql" else func.json_object)(*parts)
+        agents = select(func.json(func.json_group_array(model_json_of(dialect, AgentResult, rows.c))))
+    fields = {name: getattr(job, name) for name in DeploymentJob.model_fields if name != "agents"}
+    return json_text(
+        dialect, model_json(dialect, DeploymentJob, fields | {"agents": agents.scalar_subquery()})
+    )

@@ -17,9 +17,7 @@ from sqlalchemy import (
     FromClause,
     ScalarSelect,
     Select,
-    Text,
     bindparam,
-    cast,
     func,
     literal_column,
     select,
@@ -38,6 +36,7 @@ from api.notifications import (
 )
 from service.db import UTCDateTime, dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor
+from service.jsonsql import json_text, model_json_of
 from service.notifications.models import (
     DeliveryLogCountRow,
     DeliveryLogRow,
@@ -250,33 +249,11 @@ def _page_statement(
             tuple_(LOG.c.created_at, LOG.c.id) < tuple_(instant("after_at"), bindparam("after_id"))
         )
     ids = ids.order_by(*NEWEST_FIRST).offset(bindparam("offset")).limit(bindparam("limit"))
-    entries = select(_entry_json(dialect), LOG.c.created_at, LOG.c.id).where(LOG.c.id.in_(ids))
+    # A log entry's fields are the log's columns of the same names.
+    entries = select(
+        json_text(dialect, model_json_of(dialect, LogEntry, LOG.c)), LOG.c.created_at, LOG.c.id
+    ).where(LOG.c.id.in_(ids))
     return entries.order_by(*NEWEST_FIRST)
-
-
-def _entry_json(dialect: str) -> ColumnElement[str]:
-    """An entry's JSON as LogEntry writes it, made by the database: a log entry's fields are
-    columns of the log by the same names, written under their aliases in the model's order."""
-    members: list[ColumnElement[Any]] = []
-    for name, field in LogEntry.model_fields.items():
-        column = LOG.c[name]
-        value = _timestamp_text(dialect, column) if isinstance(column.type, UTCDateTime) else column
-        members += [literal_column(f"'{field.alias}'"), value]
-    if dialect == "postgresql":
-        return cast(func.json_build_object(*members), Text)  # text: the driver would parse json
-    return func.json_object(*members, type_=Text)
-
-
-def _timestamp_text(dialect: str, column: ColumnElement[datetime]) -> ColumnElement[str]:
-    """A timestamp as format_timestamp writes it: UTC to the millisecond (cut, not rounded), `Z`."""
-    if dialect == "postgresql":
-        in_utc = func.timezone(literal_column("'UTC'"), column)
-        return func.to_char(in_utc, literal_column("""'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"'"""), type_=Text)
-    # SQLite keeps UTC timestamps as text in SQLAlchemy's format, `YYYY-MM-DD HH:MM:SS.ffffff`:
-    # its first 23 characters are the timestamp to the millisecond.
-    to_millisecond = func.substr(column, literal_column("1"), literal_column("23"))
-    with_t = func.replace(to_millisecond, literal_column("' '"), literal_column("'T'"), type_=Text)
-    return with_t.concat(literal_column("'Z'"))
 
 
 def _hour_floor(moment: datetime) -> datetime:
