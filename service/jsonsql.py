@@ -33,9 +33,11 @@ def json_text(dialect: str, value: ColumnElement[Any]) -> ColumnElement[str]:
     return cast(value, Text) if dialect == "postgresql" else type_coerce(value, Text)
 
 
-def model_json_of(dialect: str, model: type[BaseModel], columns: Any) -> ColumnElement[Any]:
-    """model_json of the columns named as the model's fields (a table's `.c`, a mapped class)."""
-    return model_json(dialect, model, {name: getattr(columns, name) for name in model.model_fields})
+def model_json_of(dialect: str, model: type[BaseModel], columns: Any, **values: Any) -> ColumnElement[Any]:
+    """model_json of the columns named as the model's fields (a table's `.c`, a mapped class), but
+    for the fields given by name in `values`."""
+    fields = {name: values[name] if name in values else getattr(columns, name) for name in model.model_fields}
+    return model_json(dialect, model, fields)
 
 
 def wire_timestamp(dialect: str, timestamp: ColumnElement[datetime]) -> ColumnElement[str]:

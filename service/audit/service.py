@@ -26,7 +26,7 @@ from service.audit.models import AuditEventRow
 from service.db import dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor, InvalidInput
 from service.ids import first_id_at, is_id
-from service.jsonsql import json_text, model_json
+from service.jsonsql import json_text, model_json, model_json_of
 from service.members.models import MemberRow
 
 EVENT_PREFIX = "aud"
@@ -60,15 +60,15 @@ def _event_json(dialect: str) -> ColumnElement[str]:
     target = {name: getattr(event, f"target_{name}") for name in AuditTarget.model_fields}
     # SQLite keeps JSON as text: json() makes it a value to nest rather than a string.
     changes = event.changes if dialect == "postgresql" else func.json(event.changes)
-    nested = {
-        "actor": model_json(dialect, AuditActor, actor),
-        "target": model_json(dialect, AuditTarget, target),
-        "changes": changes,
-    }
-    fields = {
-        name: nested[name] if name in nested else getattr(event, name) for name in AuditEvent.model_fields
-    }
-    return json_text(dialect, model_json(dialect, AuditEvent, fields)).label("event")
+    made = model_json_of(
+        dialect,
+        AuditEvent,
+        event,
+        actor=model_json(dialect, AuditActor, actor),
+        target=model_json(dialect, AuditTarget, target),
+        changes=changes,
+    )
+    return json_text(dialect, made).label("event")
 
 
 def _filtered(session: Session, *, org_id: str, query: AuditQuery) -> Select[tuple[str, str]]:

@@ -16,7 +16,7 @@ from service.db import dialect_name
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
 from service.errors import InvalidCursor, InvalidInput
 from service.ids import is_id
-from service.jsonsql import json_text, model_json, model_json_of
+from service.jsonsql import json_text, model_json_of
 from service.responses import splice_json
 
 
@@ -94,7 +94,4 @@ def _job_json(dialect: str) -> ColumnElement[str]:
         ordered = select(*listed).where(result.job_id == job.id).order_by(result.stable_key)
         rows = ordered.correlate(job).subquery()
         agents = select(func.json(func.json_group_array(model_json_of(dialect, AgentResult, rows.c))))
-    fields = {name: getattr(job, name) for name in DeploymentJob.model_fields if name != "agents"}
-    return json_text(
-        dialect, model_json(dialect, DeploymentJob, fields | {"agents": agents.scalar_subquery()})
-    )
+    return json_text(dialect, model_json_of(dialect, DeploymentJob, job, agents=agents.scalar_subquery()))
