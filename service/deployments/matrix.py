@@ -13,10 +13,8 @@ from sqlalchemy import (
     Integer,
     Select,
     Subquery,
-    Text,
     and_,
     bindparam,
-    cast,
     exists,
     func,
     literal,
@@ -34,6 +32,7 @@ from service.agents.models import AgentRow
 from service.db import dialect_name
 from service.deployments.models import DeploymentPolicyRow, DeploymentStateRow
 from service.environments.models import EnvironmentRow
+from service.jsonsql import json_text, model_json
 from service.responses import splice_json
 
 
@@ -197,9 +196,8 @@ def _cell(dialect: str, pair: Any, agent: Any, environment_id: ColumnElement[str
         "drift": empty_list,
         "newer": empty_list,
     }
-    fields = {info.alias: known.get(name, null()) for name, info in AgentStatus.model_fields.items()}
-    made = (func.json_build_object if postgres else func.json_object)(
-        *(part for name, value in fields.items() for part in (literal(name), value))
+    made = model_json(
+        dialect, AgentStatus, {name: known.get(name, null()) for name in AgentStatus.model_fields}
     )
     # A pair the upgrade added but the worker has not evaluated yet has no cell text.
-    return func.coalesce(func.nullif(pair.c.cell, ""), cast(made, Text))
+    return func.coalesce(func.nullif(pair.c.cell, ""), json_text(dialect, made))
