@@ -11,12 +11,13 @@ import pytest
 from sqlalchemy import select
 
 from api import OrgdeckClient
-from api.deployments import AgentStatus
+from api.deployments import AgentStatus, StatusMatrix
 from api.deployments import DeploymentJob as DeploymentJobRecord
 from api.errors import BadRequest
 from service.agents.models import AgentRow, AgentVersionRow
 from service.db import Database
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentStateRow
+from service.deployments.matrix import MatrixPage, make_status_matrix, status_version
 from service.deployments.states import check_due_states
 from service.events.models import EventRow
 from service.orgs.models import OrganizationRow
@@ -492,3 +493,51 @@ def test_settings_are_per_org(client, server, other_org):
         assert other.deployments.settings().stale_after_days == 7
         assert other.deployments.status().stale_after_days == 7
     assert client.deployments.status().stale_after_days == 3
+
+
+def test_a_kept_matrix_is_made_again_after_every_change_it_shows(client, db, org, server, other_org):
+    """Every change the matrix shows, through the API or written straight to the database, moves the
+    org's status version as it commits; the page served is then the one made afresh. Another org's
+    changes leave it alone."""
+    staging = client.environments.create("staging").id
+    versioned_agent(client, "alpha")
+    page = MatrixPage(environment_id=None, stable_key=None, states=(), limit=50, offset=0)
+
+    def served_is_made_afresh() -> int:
+        served = client.deployments.status()
+        with db.session() as session:
+            org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
+            made = StatusMatrix.model_validate_json(make_status_matrix(session, org_id, page))
+            version = status_version(session, org_id)
+        assert served == made
+        return version
+
+    def write_cell_directly() -> None:
+        with db.session(write=True) as session:
+            state = session.get(DeploymentStateRow, (agent_id(session, org.slug, "alpha"), staging))
+            state.cell = state.cell.replace('"state":"in_sync"', '"state":"error"')
+            state.state = "error"
+
+    changes = {
+        "a job ended": lambda: wait_for_end(client, client.deployments.deploy(staging, ["alpha"]).id),
+        "an agent made": lambda: client.agents.create("beta", "openai"),
+        "an agent renamed": lambda: client.agents.update("beta", name="Beta"),
+        "a version made": lambda: client.agents.snapshot("beta"),
+        "an environment made": lambda: client.environments.create("production"),
+        "an environment renamed": lambda: client.environments.update(staging, name="stage"),
+        "the threshold set": lambda: client.deployments.update_settings(stale_after_days=3),
+        "a cell written in SQL": write_cell_directly,
+        "an agent archived": lambda: client.agents.archive("alpha"),
+        "an environment deleted": lambda: client.environments.delete(staging),
+    }
+    version = served_is_made_afresh()
+    for change, make in changes.items():
+        make()
+        moved = served_is_made_afresh()
+        assert moved > version, change
+        version = moved
+
+    with OrgdeckClient(server.url, other_org.key, org_slug=other_org.slug) as other:
+        other.environments.create("elsewhere")
+        versioned_agent(other, "gamma")
+    assert served_is_made_afresh() == version

@@ -1,5 +1,13 @@
 """The status matrix read: a page of agents by every environment, put together as JSON text by the
-database from the cells the evaluation (service/deployments/states.py) stored."""
+database from the cells the evaluation (service/deployments/states.py) stored.
+
+A page is kept in this process under the org's status version, which triggers move with every
+change to what the matrix reads (a pair's state, an agent's name, version or archiving, an
+environment's name, the org's threshold; migration 0023). The version is read from the database on
+every request, so a change made through any process is seen at once; a repeated request costs that
+primary-key read. The version is read before the page: a page may show more than its version says
+(and is made again once that version is read), never less.
+"""
 
 from __future__ import annotations
 
@@ -30,39 +38,63 @@ from sqlalchemy.orm import Session
 from api.deployments import AGENT_STATES, DEFAULT_STALE_AFTER_DAYS, AgentStatus, EnvironmentRef, StatusMatrix
 from service.agents.models import AgentRow
 from service.db import dialect_name
-from service.deployments.models import DeploymentPolicyRow, DeploymentStateRow
+from service.deployments.models import DeploymentPolicyRow, DeploymentStateRow, DeploymentStatusVersionRow
 from service.environments.models import EnvironmentRow
 from service.jsonsql import json_text, model_json
+from service.kept import Kept
 from service.responses import splice_json
 
 
-def status_matrix(
-    session: Session,
-    *,
-    org_id: str,
-    environment_id: str | None,
-    stable_key: str | None,
-    states: Sequence[str],
-    limit: int,
-    offset: int,
-) -> str:
-    """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`).
+# A default page (50 agents by 20 environments) is about 400 KB.
+KEPT_BYTES = 32 * 1024 * 1024
+_kept = Kept[str](KEPT_BYTES, cost=len)
+
+
+@dataclass(frozen=True)
+class MatrixPage:
+    """Which page of the matrix is asked for (each filter optional)."""
+
+    environment_id: str | None
+    stable_key: str | None
+    states: tuple[str, ...]
+    limit: int
+    offset: int
+
+
+def status_matrix(session: Session, org_id: str, page: MatrixPage) -> str:
+    """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`):
+    kept from an earlier request while the org's status version is unchanged."""
+    key = (org_id, status_version(session, org_id), page)
+    answer = _kept.get(key)
+    if answer is None:
+        answer = make_status_matrix(session, org_id, page)
+        _kept.put(key, answer)
+    return answer
+
+
+def status_version(session: Session, org_id: str) -> int:
+    model = DeploymentStatusVersionRow
+    return session.scalar(select(model.version).where(model.org_id == org_id)) or 0
+
+
+def make_status_matrix(session: Session, org_id: str, page: MatrixPage) -> str:
+    """The page `status_matrix` keeps, read from the database.
 
     A page is 50 agents by every environment by default: each deployed pair's cell is the text its
     last evaluation stored, and the answer is put together as text, never as thousands of models.
     """
     statements = _matrix_statements(
         dialect_name(session),
-        by_environment=environment_id is not None,
-        by_agent=stable_key is not None,
-        states=tuple(states),
+        by_environment=page.environment_id is not None,
+        by_agent=page.stable_key is not None,
+        states=page.states,
     )
     values: dict[str, Any] = {
         "org_id": org_id,
-        "environment_id": environment_id,
-        "stable_key": stable_key,
-        "limit": limit,
-        "offset": offset,
+        "environment_id": page.environment_id,
+        "stable_key": page.stable_key,
+        "limit": page.limit,
+        "offset": page.offset,
     }
     environments = session.execute(statements.environments, values).all()
     values["environments"] = len(environments)
@@ -76,8 +108,8 @@ def status_matrix(
         environments=[EnvironmentRef(id=env_id, name=name) for env_id, name in environments],
         items=[],
         counts=counts,
-        limit=limit,
-        offset=offset,
+        limit=page.limit,
+        offset=page.offset,
         total_agents=total,
     )
     return splice_json(head, items=f"[{cells or ''}]")

@@ -202,6 +202,18 @@ class DeploymentRollupVersionRow(Base):
     version: Mapped[int] = mapped_column(Integer)
 
 
+class DeploymentStatusVersionRow(Base):
+    """How many times what an org's status matrix shows has changed: moved by triggers on every
+    table it reads (migration 0023), so that a matrix kept under one version is never served once
+    any of them has moved on (service.deployments.matrix). No foreign key: the triggers of an
+    organization's cascading delete would otherwise write a row for it as it goes."""
+
+    __tablename__ = "deployment_status_versions"
+
+    org_id: Mapped[str] = mapped_column(String(40), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer)
+
+
 class DeploymentIncidentRow(Base):
     """An environment's open incident: since its first failed job of a run ended, no job has
     completed there. The next complete job closes it and counts its time to restore."""

@@ -280,15 +280,9 @@ def deployment_status(
     offset: OffsetQuery = 0,
 ) -> Response:
     """Each agent in each environment: what runs, what is newest, and the state (counts over the org)."""
-    body = matrix.status_matrix(
-        session,
-        org_id=caller.org_id_for(org_slug),
-        environment_id=environment_id,
-        stable_key=agent,
-        states=service.parse_statuses(state, allowed=AGENT_STATES, field="state"),
-        limit=limit,
-        offset=offset,
-    )
+    states = service.parse_statuses(state, allowed=AGENT_STATES, field="state")
+    page = matrix.MatrixPage(environment_id, agent, tuple(states), limit, offset)
+    body = matrix.status_matrix(session, caller.org_id_for(org_slug), page)
     return rendered_json(body)
 
 

@@ -122,12 +122,21 @@ def check_due_states(db: Database, settings: Settings) -> bool:
     """Worker task: evaluate up to BATCH pairs whose check time has come; True when there were some."""
     now = utcnow()
     due = DeploymentStateRow.check_at <= now
+    first = select(DeploymentStateRow.org_id).where(due).order_by(DeploymentStateRow.check_at).limit(1)
     # A read first: an idle worker must not take SQLite's write lock every round.
     with db.session() as session:
-        if session.scalar(select(DeploymentStateRow.agent_id).where(due).limit(1)) is None:
-            return False
+        org_id = session.scalar(first)
+    if org_id is None:
+        return False
+    # One org per round: the org's status version, moved as the transaction commits, is then the
+    # only one it moves, and two workers never wait on each other's versions (migration 0023).
     with db.session(write=True) as session:
-        query = select(DeploymentStateRow).where(due).order_by(DeploymentStateRow.check_at).limit(BATCH)
+        query = (
+            select(DeploymentStateRow)
+            .where(due, DeploymentStateRow.org_id == org_id)
+            .order_by(DeploymentStateRow.check_at)
+            .limit(BATCH)
+        )
         rows = list(session.scalars(query.with_for_update(skip_locked=True)))
         _evaluate(session, rows, now)
         return bool(rows)
