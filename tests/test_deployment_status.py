@@ -16,8 +16,8 @@ from api.deployments import DeploymentJob as DeploymentJobRecord
 from api.errors import BadRequest
 from service.agents.models import AgentRow, AgentVersionRow
 from service.db import Database
-from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentStateRow
 from service.deployments.matrix import MatrixPage, make_status_matrix, status_version
+from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentStateRow
 from service.deployments.states import check_due_states
 from service.events.models import EventRow
 from service.orgs.models import OrganizationRow

@@ -44,7 +44,6 @@ from service.jsonsql import json_text, model_json
 from service.kept import Kept
 from service.responses import splice_json
 
-
 # A default page (50 agents by 20 environments) is about 400 KB.
 KEPT_BYTES = 32 * 1024 * 1024
 _kept = Kept[str](KEPT_BYTES, cost=len)
