@@ -24,7 +24,7 @@ from service.events.service import record_event
 from service.notifications.messages import Message
 from service.notifications.models import ChannelRow, DeliveryRow
 from service.notifications.queue import STOPPED, Claim
-from service.notifications.sender import Slots
+from service.notifications.sender import WAITING_PER_SLOT, Slots
 from tests.conftest import wait_for
 from tests.deliveries.support import (
     CHANNEL_SLOTS,
@@ -259,11 +259,13 @@ def _claim(channel_id: str, n: int) -> Claim:
 
 
 def test_slots_bound_each_channel_and_the_whole():
-    """Two slots a channel (and four claims waiting per slot), three slots in all, given out in turn;
-    a channel whose attempt got no answer has one slot and nothing waiting until one gets an answer."""
+    """Two slots a channel (and WAITING_PER_SLOT claims waiting per slot), three slots in all, given
+    out in turn; a channel whose attempt got no answer has one slot and nothing waiting until one gets
+    an answer."""
     slots = Slots(total=3, per_channel=2)
-    assert slots.fresh_room == 10
-    for n in range(10):
+    room = 2 * (1 + WAITING_PER_SLOT)
+    assert slots.fresh_room == room
+    for n in range(room):
         slots.wait(_claim("a", n))
     assert (slots.room(), slots.busy()) == ({"a": 0}, ["a"])
     assert [c.delivery_id for c in slots.startable()] == ["msg_a_0", "msg_a_1"]
@@ -271,14 +273,14 @@ def test_slots_bound_each_channel_and_the_whole():
     for n in range(2):
         slots.wait(_claim("b", n))
     assert [c.delivery_id for c in slots.startable()] == ["msg_b_0"]  # the third and last slot
-    assert slots.room_total() == 15 - 12
+    assert slots.room_total() == 3 * (1 + WAITING_PER_SLOT) - (room + 2)
     slots.release("a", answered=False)
     assert [c.delivery_id for c in slots.startable()] == ["msg_b_1"]  # "a" is down to one slot
     assert slots.room()["a"] == 0 and "a" in slots.busy()
     slots.release("b", answered=True)
     slots.release("a", answered=True)
     assert [c.delivery_id for c in slots.startable()] == ["msg_a_2", "msg_a_3"]
-    assert slots.room() == {"a": 10 - 8, "b": 10 - 1}
+    assert slots.room() == {"a": 2, "b": room - 1}
 
 
 def test_attempts_left_unfinished_by_a_stopped_worker_are_logged_then_sent(service, tenant, receiver):
