@@ -75,7 +75,12 @@ from bench.common import (
 from service.db import Database, utcnow
 from service.events.models import EventRow
 from service.ids import new_id
-from service.notifications.models import DeliveryLogCountRow, DeliveryLogRow, DeliveryRow
+from service.notifications.models import (
+    DeliveryLogCountRow,
+    DeliveryLogDayCountRow,
+    DeliveryLogRow,
+    DeliveryRow,
+)
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
 
@@ -203,7 +208,7 @@ def seed_logs(db: Database, org_id: str, channel_ids: Sequence[str], now: dateti
         # What autovacuum does to tables this size soon after: statistics and the visibility map
         # (without which PostgreSQL cannot read an index alone).
         with db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as connection:
-            for table in (DeliveryLogRow, DeliveryLogCountRow):
+            for table in (DeliveryLogRow, DeliveryLogCountRow, DeliveryLogDayCountRow):
                 connection.exec_driver_sql(f"VACUUM ANALYZE {table.__tablename__}")
     elapsed = time.monotonic() - started
     print(f"Seeded {LOG_ROWS:,} log rows in {elapsed:.1f} s ({LOG_ROWS / elapsed:,.0f}/s)", file=sys.stderr)

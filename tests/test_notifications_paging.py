@@ -1,5 +1,6 @@
-"""The delivery log's paging against a plain count: `total` from the hourly counts, deep offsets
-that start in the hour holding them, and cursors, for ranges that cut hours anywhere."""
+"""The delivery log's paging against a plain count: `total` from the daily and hourly counts, deep
+offsets that start in the hour holding them, and cursors, for ranges that cut hours and days
+anywhere."""
 
 from __future__ import annotations
 
@@ -14,12 +15,12 @@ from sqlalchemy import delete, func, insert, select
 from api.events import EVENT_TYPES
 from service.db import Database
 from service.ids import new_id
-from service.notifications.models import DeliveryLogCountRow, DeliveryLogRow
+from service.notifications.models import DeliveryLogCountRow, DeliveryLogDayCountRow, DeliveryLogRow
 from service.orgs.models import OrganizationRow
 from tests.conftest import Org
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)
-HOURS = 30
+HOURS = 80
 STATUSES = ("sent", "failed", "dead")
 CHANNELS = ("ch_paging_a", "ch_paging_b")
 
@@ -34,10 +35,10 @@ class Row:
 
 
 def seed(db: Database, org: Org, rng: random.Random) -> list[Row]:
-    """400 attempts over 30 hours: some exactly on an hour, some sharing a timestamp, inserted
-    half as objects and half in one executemany (the two ways the log is written)."""
+    """400 attempts over 80 hours: some exactly on an hour or at midnight, some sharing a timestamp,
+    inserted half as objects and half in one executemany (the two ways the log is written)."""
     moments = [BASE + timedelta(seconds=rng.uniform(0, HOURS * 3600)) for _ in range(380)]
-    moments += [BASE + timedelta(hours=hour) for hour in (0, 5, 12, 29)]
+    moments += [BASE + timedelta(hours=hour) for hour in (0, 5, 12, 24, 29, 48)]
     moments += [moments[7]] * 8 + [moments[100]] * 8  # ties, ordered by id
     rows = [
         Row(new_id("log"), moment, rng.choice(CHANNELS), rng.choice(STATUSES), rng.choice(EVENT_TYPES))
@@ -89,8 +90,9 @@ def random_query(rng: random.Random) -> dict[str, Any]:
         params["start"] = BASE + timedelta(seconds=rng.uniform(-3600, HOURS * 3600))
     if rng.random() < 0.8:
         low = params.get("start", BASE)
-        # Mostly hours long, sometimes within one hour, sometimes on exact hours.
-        params["end"] = low + timedelta(seconds=rng.choice([rng.uniform(0, 3600), rng.uniform(0, 40 * 3600)]))
+        # Mostly hours or days long, sometimes within one hour, sometimes on exact hours.
+        length = rng.choice([rng.uniform(0, 3600), rng.uniform(0, 40 * 3600), rng.uniform(0, 90 * 3600)])
+        params["end"] = low + timedelta(seconds=length)
     if rng.random() < 0.2:
         for bound in ("start", "end"):
             if bound in params:
@@ -168,10 +170,9 @@ def test_deleted_attempts_leave_the_counts(http, org, db):
     kept = [row for row in rows if row.id not in doomed]
     with db.session() as session:
         org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org.slug))
-        counted = session.scalar(
-            select(func.sum(DeliveryLogCountRow.attempts)).where(DeliveryLogCountRow.org_id == org_id)
-        )
-    assert counted == len(kept)
+        for counts in (DeliveryLogCountRow, DeliveryLogDayCountRow):
+            counted = session.scalar(select(func.sum(counts.attempts)).where(counts.org_id == org_id))
+            assert counted == len(kept), counts
     check_offsets(http, org, kept, rng, queries=10)
 
 

@@ -39,15 +39,18 @@ from service.errors import InvalidCursor
 from service.jsonsql import json_text, model_json_of
 from service.notifications.models import (
     DeliveryLogCountRow,
+    DeliveryLogDayCountRow,
     DeliveryLogRow,
 )
 
 LOG = DeliveryLogRow.__table__
 COUNTS = DeliveryLogCountRow.__table__
+DAY_COUNTS = DeliveryLogDayCountRow.__table__
 NEWEST_FIRST = (LOG.c.created_at.desc(), LOG.c.id.desc())
 # A log query's filters besides its organization and time: columns of the log and of its counts by
-# the same names. Which of them a query gives, and which ends its range has, make its shape.
-OPTIONAL_FILTERS = ("event_type", "channel_id", "status")
+# the same names. Which of them a query gives (and how many statuses), and which ends its range
+# has, make its shape.
+OPTIONAL_FILTERS = ("event_type", "channel_id")
 
 
 @dataclass(frozen=True)
@@ -68,7 +71,7 @@ def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
     entries' JSON: building statements and converting rows in Python cost more than running them.
     """
     values = _filter_values(org_id, query)
-    filters = tuple(name for name in OPTIONAL_FILTERS if name in values)
+    filters = tuple(name for name in values if name != "org_id")
     connection = session.connection()
     count = _count_logs(connection, filters, values, query.date_range)
     start, end = query.date_range.start, query.date_range.end
@@ -99,18 +102,22 @@ def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
 
 
 def _filter_values(org_id: str, query: LogQuery) -> dict[str, Any]:
-    """The bind values of the query's organization and of the optional filters it gives."""
+    """The bind values of the query's organization and of the optional filters it gives, each
+    status a value of its own (`status_0`, `status_1`, …): a list that SQLAlchemy expands is
+    written into the statement's text again on every execution, five times a count."""
     given = {name: getattr(query, name) for name in OPTIONAL_FILTERS}
-    return {"org_id": org_id} | {name: value for name, value in given.items() if value}
+    values = {"org_id": org_id} | {name: value for name, value in given.items() if value}
+    statuses = dict.fromkeys(query.status or ())
+    return values | {f"status_{index}": status for index, status in enumerate(statuses)}
 
 
 def _matching(table: FromClause, filters: tuple[str, ...]) -> list[ColumnElement[bool]]:
     """The organization and `filters` on the log or on its counts, as bind parameters of their names."""
     matches = [table.c.org_id == bindparam("org_id")]
-    for name in filters:
-        column = table.c[name]
-        given = column.in_(bindparam(name, expanding=True)) if name == "status" else column == bindparam(name)
-        matches.append(given)
+    matches += [table.c[name] == bindparam(name) for name in filters if name in OPTIONAL_FILTERS]
+    statuses = [bindparam(name) for name in filters if name not in OPTIONAL_FILTERS]
+    if statuses:
+        matches.append(table.c.status.in_(statuses) if len(statuses) > 1 else table.c.status == statuses[0])
     return matches
 
 
@@ -167,7 +174,8 @@ def _count_logs(
 def _hour_bounds(start: datetime | None, end: datetime | None) -> dict[str, datetime]:
     """The range's ends, and `bottom` and `top`, where the whole hours in it begin and end. With no
     whole hour between, both are the hour boundary in the range or, in a range within one hour,
-    its start: all of it is then counted as the partial hour at the end."""
+    its start: all of it is then counted as the partial hour at the end. Within the whole hours,
+    `first_day` and `last_day` bound the whole days (the same instant when there is none)."""
     bounds: dict[str, datetime] = {}
     if end:
         top = _hour_floor(end)
@@ -175,18 +183,42 @@ def _hour_bounds(start: datetime | None, end: datetime | None) -> dict[str, date
     if start:
         bottom = _hour_ceiling(start)
         bounds |= {"start": start, "bottom": min(bottom, bounds["top"]) if end else bottom}
+    if start:
+        first_day = _day_ceiling(bounds["bottom"])
+        bounds["first_day"] = min(first_day, bounds["top"]) if end else first_day
+    if end:
+        last_day = _hour_floor(bounds["top"]).replace(hour=0)
+        bounds["last_day"] = max(last_day, bounds["first_day"]) if start else last_day
     return bounds
 
 
 @functools.cache
 def _count_statement(filters: tuple[str, ...], *, start: bool, end: bool) -> Select[tuple[int, int, int]]:
-    """(newest, whole, oldest) of a range with the given ends, from the bounds of _hour_bounds."""
-    whole = select(func.coalesce(func.sum(COUNTS.c.attempts), 0)).where(
-        *_whole_hours(filters, bottom=start, top=end)
-    )
+    """(newest, whole, oldest) of a range with the given ends, from the bounds of _hour_bounds: the
+    whole hours' matches are the day counts' of the whole days and the hourly counts' of the hours
+    around them."""
+    whole = _counted(DAY_COUNTS.c.day, filters, "first_day" if start else None, "last_day" if end else None)
+    if start:
+        whole = whole + _counted(COUNTS.c.hour, filters, "bottom", "first_day")
+    if end:
+        whole = whole + _counted(COUNTS.c.hour, filters, "last_day", "top")
     newest = _rows_between(filters, "top", "end") if end else literal_column("0")
     oldest = _rows_between(filters, "start", "bottom") if start else literal_column("0")
-    return select(newest, whole.scalar_subquery(), oldest)
+    return select(newest, whole, oldest)
+
+
+def _counted(
+    period: ColumnElement[datetime], filters: tuple[str, ...], low: str | None, high: str | None
+) -> Any:
+    """The matches a count table (hourly or daily, by its `period` column) holds from the bound
+    instant named `low` up to the one named `high`."""
+    counts = period.table
+    conditions = _matching(counts, filters)
+    if low:
+        conditions.append(period >= instant(low))
+    if high:
+        conditions.append(period < instant(high))
+    return select(func.coalesce(func.sum(counts.c.attempts), 0)).where(*conditions).scalar_subquery()
 
 
 def _rows_between(filters: tuple[str, ...], low: str, high: str) -> ScalarSelect[int]:
@@ -263,6 +295,11 @@ def _hour_floor(moment: datetime) -> datetime:
 def _hour_ceiling(moment: datetime) -> datetime:
     floor = _hour_floor(moment)
     return floor if floor == moment else floor + timedelta(hours=1)
+
+
+def _day_ceiling(moment: datetime) -> datetime:
+    floor = _hour_floor(moment).replace(hour=0)
+    return floor if floor == moment else floor + timedelta(days=1)
 
 
 def encode_cursor(created_at: datetime, log_id: str) -> str:
