@@ -180,3 +180,14 @@ def test_deleted_attempts_leave_the_counts(http, org, db):
 def test_an_empty_log_pages_to_nothing(http, org, offset):
     answer = page(http, org, {"start": BASE, "end": BASE + timedelta(days=1), "offset": offset})
     assert (answer["items"], answer["total"], answer["nextCursor"]) == ([], 0, None)
+
+
+def test_a_cursor_past_every_match_still_counts_the_range(http, org, db):
+    """A page after a cursor that nothing in the range follows is empty, and its total is still
+    every match of the range (counted apart from the page, which brings no counts with it)."""
+    rows = seed(db, org, random.Random(8))
+    first = page(http, org, {"limit": 10})
+    start = datetime.fromisoformat(first["items"][-1]["createdAt"]) + timedelta(seconds=1)
+    answer = page(http, org, {"start": start, "limit": 10, "cursor": first["nextCursor"]})
+    assert (answer["items"], answer["nextCursor"]) == ([], None)
+    assert answer["total"] == len(expected(rows, {"start": start})) > 0
