@@ -28,6 +28,7 @@ from sqlalchemy.orm import Session
 from api.notifications import (
     LOG_STATUSES,
     ChannelCounts,
+    DateRange,
     DayCounts,
     LogEntry,
     LogQuery,
@@ -64,49 +65,40 @@ class LogPage:
 def list_logs(session: Session, *, org_id: str, query: LogQuery) -> LogPage:
     """Delivery attempts, newest first: a page by offset (the spec's paging) or after a cursor.
 
-    The daily and hourly counts give `total` and let a deep offset start in the hour that holds it;
-    the page's ids then come from an index alone and only their rows are read. The first page, and
-    a page after a cursor, carry their counts in the same statement. Statements are built once per
-    shape and run with bind parameters, and the database writes the entries' JSON: building
-    statements and converting rows in Python cost more than running them.
+    The hourly counts (DeliveryLogCount) give `total` and let a deep offset start in the hour
+    that holds it; the page's ids then come from an index alone and only their rows are read.
+    Statements are built once per shape and run with bind parameters, and the database writes the
+    entries' JSON: building statements and converting rows in Python cost more than running them.
     """
     values = _filter_values(org_id, query)
     filters = tuple(name for name in values if name != "org_id")
     connection = session.connection()
+    count = _count_logs(connection, filters, values, query.date_range)
     start, end = query.date_range.start, query.date_range.end
     offset, limit = query.pagination.offset, query.pagination.limit
-    bounds: dict[str, Any] = _hour_bounds(start, end) | {"before": end, "after_at": None, "after_id": None}
-    count: _LogCount | None = None
+    after: tuple[datetime, str] | None = None
     # Each way of going deep replaces the range's end: a database bounds an index scan by one
     # upper bound only, and would otherwise walk every match from the end down.
     if query.cursor:
-        after_at, after_id = decode_cursor(query.cursor)
-        if end is None or after_at < end:  # else the range's end alone bounds the page
-            bounds |= {"before": None, "after_at": after_at, "after_id": after_id}
+        after = decode_cursor(query.cursor)
+        if end is not None and end <= after[0]:
+            after = None  # the range ends before the cursor: its end alone bounds the page
+        else:
+            end = None
+    elif offset >= count.total:
+        return LogPage(entries=[], total=count.total, next_cursor=None)
     elif offset:
-        count = _count_logs(connection, filters, values, bounds)
-        if offset >= count.total:
-            return LogPage(entries=[], total=count.total, next_cursor=None)
         skipped = _skip_whole_hours(connection, filters, values, count, offset)
         if skipped:
-            bounds["before"], offset = skipped[0], offset - skipped[1]
+            end, offset = skipped[0], offset - skipped[1]
     statement = _page_statement(
-        dialect_name(session),
-        filters,
-        start=start is not None,
-        before=bounds["before"] is not None,
-        after=bounds["after_at"] is not None,
-        counted=None if count else end is not None,
+        dialect_name(session), filters, start=start is not None, end=end is not None, after=after is not None
     )
+    after_at, after_id = after or (None, None)
+    bounds = {"start": start, "end": end, "after_at": after_at, "after_id": after_id}
     rows = connection.execute(statement, values | bounds | {"offset": offset, "limit": limit + 1}).all()
-    if count is not None:
-        total = count.total
-    elif rows:
-        total = sum(rows[0][3:])
-    else:  # nothing on the first page, or nothing after the cursor: only the latter has matches
-        total = _count_logs(connection, filters, values, bounds).total if query.cursor else 0
-    next_cursor = encode_cursor(*rows[limit - 1][1:3]) if len(rows) > limit else None
-    return LogPage(entries=[row[0] for row in rows[:limit]], total=total, next_cursor=next_cursor)
+    next_cursor = encode_cursor(*rows[limit - 1][1:]) if len(rows) > limit else None
+    return LogPage(entries=[row[0] for row in rows[:limit]], total=count.total, next_cursor=next_cursor)
 
 
 def _filter_values(org_id: str, query: LogQuery) -> dict[str, Any]:
@@ -167,12 +159,14 @@ class _LogCount:
 
 
 def _count_logs(
-    connection: Connection, filters: tuple[str, ...], values: dict[str, Any], bounds: dict[str, Any]
+    connection: Connection, filters: tuple[str, ...], values: dict[str, Any], date_range: DateRange
 ) -> _LogCount:
-    """Count the matches from the daily and hourly counts of the whole hours in range and from the
-    rows of the partial hours at its ends, in one statement: the cost follows the length of the
-    range, not the number of matches. `bounds` are those of _hour_bounds."""
-    statement = _count_statement(filters, start="start" in bounds, end="end" in bounds)
+    """Count the matches from the hourly counts of the whole hours in range and from the rows of
+    the partial hours at its ends, in one statement: the cost follows the length of the range, not
+    the number of matches."""
+    start, end = date_range.start, date_range.end
+    bounds = _hour_bounds(start, end)
+    statement = _count_statement(filters, start=start is not None, end=end is not None)
     newest, whole, oldest = connection.execute(statement, values | bounds).one()
     return _LogCount(total=newest + whole + oldest, newest=newest, whole=whole, bounds=bounds)
 
@@ -275,14 +269,12 @@ def _hour_of_match(filters: tuple[str, ...], *, bottom: bool, top: bool) -> Sele
 
 @functools.cache
 def _page_statement(
-    dialect: str, filters: tuple[str, ...], *, start: bool, before: bool, after: bool, counted: bool | None
-) -> Select[Any]:
+    dialect: str, filters: tuple[str, ...], *, start: bool, end: bool, after: bool
+) -> Select[tuple[str, datetime, str]]:
     """A page's entries (JSON) with the created_at and id a cursor takes, newest first, from
-    `offset` and `limit` matches, from `start`, before `before` and below (`after_at`, `after_id`).
-    Unless `counted` is None each row also carries the range's counts, those of _count_statement
-    for a range with an end (`counted`) or without."""
+    `offset` and `limit` matches, between `start` and `end` and below (`after_at`, `after_id`)."""
     ids = select(LOG.c.id).where(
-        *_matching(LOG, filters), *_between("start" if start else None, "before" if before else None)
+        *_matching(LOG, filters), *_between("start" if start else None, "end" if end else None)
     )
     if after:
         ids = ids.where(
@@ -290,10 +282,10 @@ def _page_statement(
         )
     ids = ids.order_by(*NEWEST_FIRST).offset(bindparam("offset")).limit(bindparam("limit"))
     # A log entry's fields are the log's columns of the same names.
-    columns = [json_text(dialect, model_json_of(dialect, LogEntry, LOG.c)), LOG.c.created_at, LOG.c.id]
-    if counted is not None:
-        columns += _count_statement(filters, start=start, end=counted).selected_columns
-    return select(*columns).where(LOG.c.id.in_(ids)).order_by(*NEWEST_FIRST)
+    entries = select(
+        json_text(dialect, model_json_of(dialect, LogEntry, LOG.c)), LOG.c.created_at, LOG.c.id
+    ).where(LOG.c.id.in_(ids))
+    return entries.order_by(*NEWEST_FIRST)
 
 
 def _hour_floor(moment: datetime) -> datetime:
