@@ -85,6 +85,10 @@ def test_every_operation_survives_fuzzing(fuzzed_service, tmp_path: Path, reques
         *("run", f"{url}/openapi.json", "--checks", ",".join(CHECKS)),
         *("--phases", "examples,coverage,fuzzing", "--max-examples", str(examples)),
         *("--seed", str(seed), "--workers", "1", "--no-color"),
+        # Hypothesis gives up on an operation when it throws away too many of the values it drew
+        # (some seeds draw mostly path ids a URL cannot carry, for GET /fleets/{fleetId}): that
+        # says how the generator fares, nothing about the service, whose checks above all run.
+        *("--suppress-health-check", "filter_too_much"),
     ]
     environment = {**os.environ, "ORGDECK_FUZZ_KEY": key, "ORGDECK_FUZZ_ORG": slug}
     run = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900)
