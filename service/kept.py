@@ -29,6 +29,14 @@ class Kept(Generic[Answer]):
                 self._answers.move_to_end(key)
             return answer
 
+    def get_or_make(self, key: Hashable, make: Callable[[], Answer]) -> Answer:
+        """The answer kept under `key`, or the one `make` gives, kept from now on."""
+        answer = self.get(key)
+        if answer is None:
+            answer = make()
+            self.put(key, answer)
+        return answer
+
     def put(self, key: Hashable, answer: Answer) -> None:
         with self._lock:
             replaced = self._answers.pop(key, None)

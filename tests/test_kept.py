@@ -23,3 +23,17 @@ def test_costs_bound_what_is_kept_and_a_replaced_answer_gives_its_cost_back():
     assert [kept.get(key) for key in "abc"] == [b"1", b"1234", b"12345"]
     kept.put("d", b"123")  # 13: the least recently used ("a", then "b") leave until it fits
     assert [kept.get(key) for key in "abcd"] == [None, None, b"12345", b"123"]
+
+
+def test_get_or_make_makes_an_answer_once_and_keeps_it():
+    kept = Kept[str](2)
+    made: list[str] = []
+
+    def make() -> str:
+        made.append("a")
+        return "answer"
+
+    assert kept.get_or_make("k", make) == "answer"
+    assert kept.get_or_make("k", make) == "answer"
+    assert made == ["a"]
+    assert kept.get("k") == "answer"

@@ -32,12 +32,7 @@ def kept_answer(session: Session, org_id: str, request: Hashable, make: Callable
     """The answer (JSON text) `make` gives for `request`: kept from an earlier call while the org's
     rollups and today's date are unchanged. `request` holds everything else the answer depends on:
     its parameters and the names it shows."""
-    key = (org_id, rollup_version(session, org_id), utcnow().date(), request)
-    answer = _kept.get(key)
-    if answer is None:
-        answer = make()
-        _kept.put(key, answer)
-    return answer
+    return _kept.get_or_make((org_id, rollup_version(session, org_id), utcnow().date(), request), make)
 
 
 def rollup_version(session: Session, org_id: str) -> int:

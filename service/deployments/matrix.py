@@ -64,11 +64,7 @@ def status_matrix(session: Session, org_id: str, page: MatrixPage) -> str:
     """A page of agents (by stableKey) by every environment (by name), as JSON text (a `StatusMatrix`):
     kept from an earlier request while the org's status version is unchanged."""
     key = (org_id, status_version(session, org_id), page)
-    answer = _kept.get(key)
-    if answer is None:
-        answer = make_status_matrix(session, org_id, page)
-        _kept.put(key, answer)
-    return answer
+    return _kept.get_or_make(key, lambda: make_status_matrix(session, org_id, page))
 
 
 def status_version(session: Session, org_id: str) -> int:
