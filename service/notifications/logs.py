@@ -136,14 +136,17 @@ def _between(low: str | None, high: str | None) -> list[ColumnElement[bool]]:
     return bounds
 
 
-def _whole_hours(filters: tuple[str, ...], *, bottom: bool, top: bool) -> list[ColumnElement[bool]]:
-    """The hourly counts of the hours from `bottom` up to `top`, when the range has them."""
-    hours = _matching(COUNTS, filters)
-    if bottom:
-        hours.append(COUNTS.c.hour >= instant("bottom"))
-    if top:
-        hours.append(COUNTS.c.hour < instant("top"))
-    return hours
+def _in_period(
+    period: ColumnElement[datetime], filters: tuple[str, ...], low: str | None, high: str | None
+) -> list[ColumnElement[bool]]:
+    """The rows of a count table (hourly or daily, by its `period` column) matching `filters`, from
+    the bound instant named `low` up to the one named `high`, where given."""
+    conditions = _matching(period.table, filters)
+    if low:
+        conditions.append(period >= instant(low))
+    if high:
+        conditions.append(period < instant(high))
+    return conditions
 
 
 @dataclass(frozen=True)
@@ -210,15 +213,13 @@ def _count_statement(filters: tuple[str, ...], *, start: bool, end: bool) -> Sel
 def _counted(
     period: ColumnElement[datetime], filters: tuple[str, ...], low: str | None, high: str | None
 ) -> Any:
-    """The matches a count table (hourly or daily, by its `period` column) holds from the bound
-    instant named `low` up to the one named `high`."""
-    counts = period.table
-    conditions = _matching(counts, filters)
-    if low:
-        conditions.append(period >= instant(low))
-    if high:
-        conditions.append(period < instant(high))
-    return select(func.coalesce(func.sum(counts.c.attempts), 0)).where(*conditions).scalar_subquery()
+    """The matches a count table holds over a period (see _in_period)."""
+    attempts = period.table.c.attempts
+    return (
+        select(func.coalesce(func.sum(attempts), 0))
+        .where(*_in_period(period, filters, low, high))
+        .scalar_subquery()
+    )
 
 
 def _rows_between(filters: tuple[str, ...], low: str, high: str) -> ScalarSelect[int]:
@@ -253,7 +254,7 @@ def _hour_of_match(filters: tuple[str, ...], *, bottom: bool, top: bool) -> Sele
     matches of the whole hours are newer than that hour."""
     per_hour = (
         select(COUNTS.c.hour, func.sum(COUNTS.c.attempts).label("attempts"))
-        .where(*_whole_hours(filters, bottom=bottom, top=top))
+        .where(*_in_period(COUNTS.c.hour, filters, "bottom" if bottom else None, "top" if top else None))
         .group_by(COUNTS.c.hour)
         .subquery()
     )
