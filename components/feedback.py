@@ -75,7 +75,12 @@ def notify(message: str) -> None:
 
 
 def show_notice() -> None:
-    """The message left by `notify` on the previous run, shown once."""
-    message = st.session_state.pop(_NOTICE_KEY, None)
+    """The message left by `notify` on the previous run, shown once.
+
+    It is forgotten only after it has been drawn: a run stopped for a newer one (a click that came
+    in meanwhile) stops inside the `st` call, before drawing, and the next run shows it instead.
+    """
+    message = st.session_state.get(_NOTICE_KEY)
     if message:
         st.success(message, icon=":material/check_circle:")
+        del st.session_state[_NOTICE_KEY]

@@ -45,7 +45,11 @@ def expect(page, text: str, timeout_ms: int = 60_000) -> None:
         shot = ARTIFACTS / f"missing-{re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:60]}.png"
         page.screenshot(path=str(shot), full_page=True)
         alerts = page.locator("[data-testid=stAlert], [data-testid=stException]").all_inner_texts()
-        raise AssertionError(f"{text!r} never showed on {page.url}; alerts: {alerts}; see {shot}") from None
+        running = page.locator("[data-testid=stStatusWidget]").count() > 0
+        raise AssertionError(
+            f"{text!r} never showed on {page.url}; alerts: {alerts}; "
+            f"{'still running' if running else 'not running'}; see {shot}"
+        ) from None
     settle(page)
 
 
