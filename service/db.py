@@ -148,10 +148,19 @@ class Database:
         return (self._writers if write else self._readers)()
 
     @contextmanager
-    def session(self, *, write: bool = False) -> Iterator[Session]:
-        """A session in one transaction, committed when the block ends without an error."""
+    def session(self, *, write: bool = False, durable: bool = True) -> Iterator[Session]:
+        """A session in one transaction, committed when the block ends without an error.
+
+        `durable=False` lets PostgreSQL's commit return before the transaction is on disk (a crash
+        of the database within a fraction of a second may lose it; it never half-applies it): for
+        bookkeeping whose loss is harmless, so that it does not wait for the disk as well as the
+        work it serves. A durable commit written later writes this one too. SQLite (WAL,
+        synchronous=NORMAL) never waits for the disk at commit.
+        """
         session = self.new_session(write=write)
         try:
+            if not durable and not self.is_sqlite:
+                session.execute(text("SET LOCAL synchronous_commit TO OFF"))
             yield session
             session.commit()
         except BaseException:

@@ -14,7 +14,7 @@ from datetime import timedelta
 import httpx
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import select, update
+from sqlalchemy import select, text, update
 
 from api import OrgdeckClient
 from service.crypto import Cipher, DecryptionFailed
@@ -403,3 +403,15 @@ def test_rotate_secrets_re_encrypts_stored_answers(http, org, db):
     with db.session(write=True) as session:  # back under the key the running service has
         rotate_answers(session, cipher=Cipher([SESSION_ENCRYPTION_KEY, new_key]))
     assert http.post("api-keys", headers=keyed(org, "rotate-me"), json=body).json() == first.json()
+
+
+def test_a_keys_bookkeeping_commits_without_waiting_for_the_disk_and_the_work_waits(db):
+    """Claims and stored answers need not be on disk before the request goes on (see
+    Database.session); the request's own work must be, and pooled connections stay durable."""
+    if db.is_sqlite:
+        pytest.skip("SQLite in WAL mode with synchronous=NORMAL never waits for the disk at commit")
+    with db.session(write=True, durable=False) as session:
+        assert session.scalar(text("SHOW synchronous_commit")) == "off"
+    for _ in range(db.engine.pool.size() + 1):
+        with db.session(write=True) as session:
+            assert session.scalar(text("SHOW synchronous_commit")) == "on"

@@ -96,7 +96,9 @@ class IdempotencyMiddleware:
         digest = fingerprint(method, path, scope.get("query_string", b"").decode("latin-1"), body)
 
         def claim() -> Claim | StoredAnswer | None:
-            with self.db.session(write=True) as session:
+            # Not durable: the request's own (durable) commit writes the claim to disk with it, and
+            # a claim lost in a crash before then had nothing committed under it.
+            with self.db.session(write=True, durable=False) as session:
                 try:
                     org_id = resolve_key(session, api_key).org_id
                 except Unauthorized:
@@ -147,8 +149,12 @@ class IdempotencyMiddleware:
                     await self._in_session(lambda session: release(session, claim))
 
     async def _in_session(self, work: Any) -> None:
+        """Store an answer or free a key. Not durable: should a crash of the database lose it, the
+        key says its request committed (a retry is told to look the result up) or still running
+        (a retry takes it over when its lease ends), and nothing runs twice."""
+
         def run() -> None:
-            with self.db.session(write=True) as session:
+            with self.db.session(write=True, durable=False) as session:
                 work(session)
 
         await to_thread.run_sync(run)

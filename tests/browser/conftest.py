@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -230,3 +231,30 @@ def choose(scope, label: str, option: str) -> None:
 def form_with(page, button: str):
     """The form whose submit button reads `button`."""
     return page.locator("[data-testid=stForm]").filter(has=page.get_by_role("button", name=button))
+
+
+# What a run leaves while under way: elements kept from the previous run, the running indicator.
+RUNNING = "[data-stale=true], [data-testid=stStatusWidget]"
+ANSWERS = "[data-testid=stAlert], [data-testid=stException]"
+
+
+def submit(page, button: str, *, reaction_ms: int = 10_000) -> None:
+    """Submit the form whose button reads `button`, as a person does: the field typed in last loses
+    focus, then the button is clicked.
+
+    A click the page never acted on (no run began, nothing said) is clicked again, as a person
+    would: on a loaded machine Chromium has dropped one now and then. Whatever the page then says
+    is the caller's to check; a form submitted twice says so (its item already exists).
+    """
+    page.evaluate("document.activeElement?.blur()")
+    settle(page)
+    before = page.locator(ANSWERS).all_inner_texts()
+    for attempt in range(3):
+        if attempt:
+            warnings.warn(f"{page.url}: no run followed a click of {button!r}; clicking again", stacklevel=2)
+        form_with(page, button).first.get_by_role("button", name=button, exact=True).click()
+        for _ in range(reaction_ms // 100):
+            if page.locator(RUNNING).count() or page.locator(ANSWERS).all_inner_texts() != before:
+                return
+            page.wait_for_timeout(100)
+    raise AssertionError(f"the page never acted on a click of {button!r}")

@@ -23,6 +23,7 @@ from tests.browser.conftest import (
     open_page,
     settle,
     shoot,
+    submit,
 )
 
 pytestmark = pytest.mark.browser
@@ -66,7 +67,7 @@ def test_operator_ships_an_agent_to_a_new_environment(page, console_url, server,
     form.get_by_role("textbox", name="Description", exact=True).fill(
         "Where support checks answers before production"
     )
-    form.get_by_role("button", name="Create environment").click()
+    submit(page, "Create environment")
     expect(page, f"Created environment {environment}.")
     assert_no_exception(page)
     # The new environment is the one opened below the table, ready for its secrets.
@@ -74,7 +75,7 @@ def test_operator_ships_an_agent_to_a_new_environment(page, console_url, server,
     secrets = form_with(page, "Save secret").first
     secrets.get_by_role("textbox", name="Secret name", exact=True).fill("QA_SUPPORT_TOKEN")
     secrets.get_by_role("textbox", name="Value", exact=True).fill("qa-token-not-shown-again")
-    secrets.get_by_role("button", name="Save secret").click()
+    submit(page, "Save secret")
     expect(page, f"Stored QA_SUPPORT_TOKEN in {environment}.")
     assert "qa-token-not-shown-again" not in page.content()
 
@@ -83,7 +84,7 @@ def test_operator_ships_an_agent_to_a_new_environment(page, console_url, server,
     form = form_with(page, "Create agent")
     form.get_by_role("textbox", name="Stable key", exact=True).fill(agent)
     form.get_by_role("textbox", name="Provider", exact=True).fill("openai")
-    form.get_by_role("button", name="Create agent").click()
+    submit(page, "Create agent")
     expect(page, f"Created agent {agent}.")
     assert page.get_by_role("heading", name=agent, exact=True).is_visible()
     page.get_by_role("button", name="Snapshot version").click()
@@ -195,7 +196,7 @@ def test_author_drafts_edits_every_field_saves_and_finds_a_policy(page, console_
     renamed = f"Large refunds go to a person ({width})"
     form = form_with(page, "Save as new version")
     form.get_by_role("textbox", name="Policy name", exact=True).fill(renamed)
-    form.get_by_role("button", name="Save as new version").click()
+    submit(page, "Save as new version")
     expect(page, f"Saved {renamed}, now at version 2.")
     page.get_by_role("textbox", name="Find by name", exact=True).fill("large refunds")
     page.keyboard.press("Enter")
@@ -219,7 +220,7 @@ def test_a_refused_form_keeps_what_was_typed_and_says_why_by_the_field(page, con
     form = form_with(page, "Create environment")
     form.get_by_role("textbox", name="Name", exact=True).fill("EU Production $1")
     form.get_by_role("textbox", name="Description", exact=True).fill("Customers in the EU")
-    form.get_by_role("button", name="Create environment").click()
+    submit(page, "Create environment")
     settle(page)
     message = form.locator("[data-testid=stAlert]").first
     message.wait_for(timeout=30_000)
