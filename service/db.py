@@ -10,6 +10,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import ColumnElement, DateTime, MetaData, create_engine, event, func, literal_column, text
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
@@ -57,6 +58,12 @@ def utcnow() -> datetime:
 def dialect_name(session: Session) -> str:
     """`sqlite` or `postgresql`: where a query must be written for each."""
     return session.get_bind().dialect.name
+
+
+def upsert(session: Session, model: type[Any]) -> Any:
+    """The dialect's INSERT of `model`, which has `on_conflict_do_update`, `on_conflict_do_nothing`
+    and `excluded`."""
+    return (postgresql if dialect_name(session) == "postgresql" else sqlite).insert(model)
 
 
 def utc_day(session: Session, column: ColumnElement[datetime]) -> ColumnElement[str]:

@@ -18,8 +18,7 @@ from collections.abc import Callable, Hashable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db import utcnow
-from service.deployments.dialects import upsert
+from service.db import upsert, utcnow
 from service.deployments.models import DeploymentRollupVersionRow
 from service.kept import Kept
 

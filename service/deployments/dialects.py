@@ -7,7 +7,6 @@ text, and two bound parameters never match.
 from __future__ import annotations
 
 from datetime import date, datetime
-from typing import Any
 
 from sqlalchemy import (
     Date,
@@ -19,12 +18,9 @@ from sqlalchemy import (
     func,
     literal_column,
 )
-from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.orm import Session
 from sqlalchemy.sql.elements import ColumnElement
 
 from api.deployments import FAILED_JOB_STATUSES
-from service.db import dialect_name
 
 
 def failed_flag(status: ColumnElement[str]) -> ColumnElement[int]:
@@ -55,8 +51,3 @@ def month_start(dialect: str, day: ColumnElement[date]) -> ColumnElement[date]:
     if dialect == "postgresql":
         return cast(func.date_trunc(literal_column("'month'"), cast(day, DateTime)), Date)
     return func.date(day, literal_column("'start of month'"), type_=Date)
-
-
-def upsert(session: Session, model: type[Any]) -> Any:
-    """The dialect's INSERT of `model`, which has `on_conflict_do_update` and `excluded`."""
-    return (postgresql if dialect_name(session) == "postgresql" else sqlite).insert(model)

@@ -43,9 +43,9 @@ from api.deployments import (
     FAILED_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
 )
-from service.db import dialect_name
+from service.db import dialect_name, upsert
 from service.deployments.answers import rollups_changed
-from service.deployments.dialects import failed_flag, month_start, upsert, utc_day, utc_hour
+from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
     DeploymentAgentRollupRow,

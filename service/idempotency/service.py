@@ -13,12 +13,13 @@ import json
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
-from sqlalchemy import delete, select, tuple_, update
+from sqlalchemy import ColumnElement, delete, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
-from service.db import Database, insert_unless_taken, utcnow
+from service.db import Database, upsert, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKeyRow
 from service.settings import Settings
@@ -77,15 +78,19 @@ def claim_key(
 ) -> Claim | StoredAnswer:
     """Hold `key` for a new request, or return the answer it already has; 400/409 when it cannot be used."""
     now = utcnow()
+    # A new key, the common case, is claimed by one statement; a key already there (or inserted by
+    # a concurrent request, whose commit the INSERT waits for) is read and decided on below.
+    hold = _holding(fingerprint=fingerprint, method=method, path=path)
+    inserted = session.scalar(
+        upsert(session, IdempotencyKeyRow)
+        .values(org_id=org_id, key=key, created_at=now, **hold)
+        .on_conflict_do_nothing(index_elements=["org_id", "key"])
+        .returning(IdempotencyKeyRow.claim)
+    )
+    if inserted is not None:
+        return Claim(org_id, key, inserted)
     row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True)
-    if row is None:
-        row = IdempotencyKeyRow(org_id=org_id, key=key, state="running", created_at=now)
-        _hold(row, fingerprint=fingerprint, method=method, path=path)
-        if insert_unless_taken(session, row):
-            return Claim(org_id, key, row.claim)
-        # A concurrent request inserted it first; decide against its row.
-        row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True, populate_existing=True)
-        assert row is not None
+    assert row is not None
     if row.created_at <= now - KEY_LIFETIME:
         row.created_at = now
         _hold(row, fingerprint=fingerprint, method=method, path=path)
@@ -127,9 +132,21 @@ def _stored_answer(row: IdempotencyKeyRow, cipher: Cipher) -> StoredAnswer:
     return StoredAnswer(row.status_code, headers, body)
 
 
+def _holding(*, fingerprint: str, method: str, path: str) -> dict[str, Any]:
+    """The columns of a key held by a new request (no answer yet)."""
+    return {
+        "fingerprint": fingerprint,
+        "method": method,
+        "path": path,
+        "state": "running",
+        "claim": secrets.token_hex(16),
+        "locked_until": utcnow() + LEASE,
+    }
+
+
 def _hold(row: IdempotencyKeyRow, *, fingerprint: str, method: str, path: str) -> None:
-    row.fingerprint, row.method, row.path = fingerprint, method, path
-    row.state, row.claim, row.locked_until = "running", secrets.token_hex(16), utcnow() + LEASE
+    for name, value in _holding(fingerprint=fingerprint, method=method, path=path).items():
+        setattr(row, name, value)
     row.status_code = row.response_headers = row.response_body_encrypted = None
 
 
@@ -137,12 +154,7 @@ def mark_committed(session: Session, claim: Claim) -> None:
     """In the request's own transaction: its work and the key's `committed` state commit together."""
     marked = session.execute(
         update(IdempotencyKeyRow)
-        .where(
-            IdempotencyKeyRow.org_id == claim.org_id,
-            IdempotencyKeyRow.key == claim.key,
-            IdempotencyKeyRow.claim == claim.token,
-            IdempotencyKeyRow.state == "running",
-        )
+        .where(*_held_by(claim), IdempotencyKeyRow.state == "running")
         .values(state="committed")
     )
     if marked.rowcount != 1:  # type: ignore[attr-defined]
@@ -153,28 +165,38 @@ def mark_committed(session: Session, claim: Claim) -> None:
 
 
 def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher) -> None:
-    """Store the request's answer for replay; a 5xx whose work did not commit frees the key instead."""
-    row = session.get(IdempotencyKeyRow, (claim.org_id, claim.key), with_for_update=True)
-    if row is None or row.claim != claim.token:
+    """Store the request's answer for replay; a 5xx whose work did not commit frees the key instead.
+    Either only while the request still holds the key."""
+    if answer.status >= 500 and release(session, claim):
         return
-    if answer.status >= 500 and row.state == "running":
-        session.delete(row)
-        return
-    row.state, row.status_code = "done", answer.status
-    row.response_headers = [list(pair) for pair in answer.headers]
-    # Latin-1 maps each byte to one character and back: any body survives the text cipher.
-    row.response_body_encrypted = cipher.encrypt(answer.body.decode("latin-1"))
-
-
-def release(session: Session, claim: Claim) -> None:
-    """Free a key whose request failed before answering (its transaction rolled back)."""
     session.execute(
-        delete(IdempotencyKeyRow).where(
-            IdempotencyKeyRow.org_id == claim.org_id,
-            IdempotencyKeyRow.key == claim.key,
-            IdempotencyKeyRow.claim == claim.token,
-            IdempotencyKeyRow.state == "running",
+        update(IdempotencyKeyRow)
+        .where(*_held_by(claim))
+        .values(
+            state="done",
+            status_code=answer.status,
+            response_headers=[list(pair) for pair in answer.headers],
+            # Latin-1 maps each byte to one character and back: any body survives the text cipher.
+            response_body_encrypted=cipher.encrypt(answer.body.decode("latin-1")),
         )
+    )
+
+
+def release(session: Session, claim: Claim) -> bool:
+    """Free a key whose request's work did not commit; whether it did (a request that committed
+    keeps its key)."""
+    freed = session.execute(
+        delete(IdempotencyKeyRow).where(*_held_by(claim), IdempotencyKeyRow.state == "running")
+    )
+    return freed.rowcount == 1  # type: ignore[attr-defined]
+
+
+def _held_by(claim: Claim) -> tuple[ColumnElement[bool], ...]:
+    """The key, while `claim` holds it."""
+    return (
+        IdempotencyKeyRow.org_id == claim.org_id,
+        IdempotencyKeyRow.key == claim.key,
+        IdempotencyKeyRow.claim == claim.token,
     )
 
 
