@@ -11,8 +11,10 @@ import pytest
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from tests.browser.conftest import (
+    ANSWERS,
     ARTIFACTS,
     NARROW,
+    RUNNING,
     WIDE,
     assert_no_exception,
     choose,
@@ -45,8 +47,8 @@ def expect(page, text: str, timeout_ms: int = 60_000) -> None:
         ARTIFACTS.mkdir(parents=True, exist_ok=True)
         shot = ARTIFACTS / f"missing-{re.sub(r'[^a-z0-9]+', '-', text.lower()).strip('-')[:60]}.png"
         page.screenshot(path=str(shot), full_page=True)
-        alerts = page.locator("[data-testid=stAlert], [data-testid=stException]").all_inner_texts()
-        running = page.locator("[data-testid=stStatusWidget]").count() > 0
+        alerts = page.locator(ANSWERS).all_inner_texts()
+        running = page.locator(RUNNING).count() > 0
         raise AssertionError(
             f"{text!r} never showed on {page.url}; alerts: {alerts}; "
             f"{'still running' if running else 'not running'}; see {shot}"
