@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -12,7 +13,7 @@ from typing import Any
 from sqlalchemy import ColumnElement, DateTime, MetaData, create_engine, event, func, literal_column, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
-from sqlalchemy.exc import IntegrityError
+from sqlalchemy.exc import DisconnectionError, IntegrityError
 from sqlalchemy.orm import DeclarativeBase, Session, sessionmaker
 from sqlalchemy.types import TypeDecorator
 
@@ -23,6 +24,10 @@ NAMING_CONVENTION = {
     "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
     "pk": "pk_%(table_name)s",
 }
+
+# A pooled connection idle this long is pinged before a request uses it.
+PING_AFTER_IDLE_SECONDS = 10.0
+_IDLE_SINCE = "orgdeck_idle_since"
 
 # Execution option that marks a transaction as one that will write (SQLite takes the lock up front).
 WRITE_OPTION = "orgdeck_write"
@@ -63,7 +68,12 @@ def dialect_name(session: Session) -> str:
 def upsert(session: Session, model: type[Any]) -> Any:
     """The dialect's INSERT of `model`, which has `on_conflict_do_update`, `on_conflict_do_nothing`
     and `excluded`."""
-    return (postgresql if dialect_name(session) == "postgresql" else sqlite).insert(model)
+    return dialect_insert(dialect_name(session), model)
+
+
+def dialect_insert(dialect: str, model: type[Any]) -> Any:
+    """`upsert` for a dialect named, for a statement built once per dialect."""
+    return (postgresql if dialect == "postgresql" else sqlite).insert(model)
 
 
 def utc_day(session: Session, column: ColumnElement[datetime]) -> ColumnElement[str]:
@@ -104,7 +114,30 @@ def make_engine(url: str, *, pool_size: int = 8) -> Engine:
         )
         _configure_sqlite(engine)
         return engine
-    return create_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+    engine = create_engine(url, pool_size=pool_size, max_overflow=pool_size)
+    _ping_when_idle(engine)
+    return engine
+
+
+def _ping_when_idle(engine: Engine) -> None:
+    """Ping a pooled connection before use only when it sat idle long enough to have been dropped
+    (a restart of the database, a proxy's idle timeout): a ping on every checkout is one more round
+    trip per request. A connection found dead is replaced before the request sees it; one that dies
+    while in use fails its request, and the pool then replaces all of its connections."""
+
+    @event.listens_for(engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: Any) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine, "checkout")
+    def _on_checkout(dbapi_connection: Any, record: Any, _proxy: Any) -> None:
+        idle_since = record.info.pop(_IDLE_SINCE, None)
+        if idle_since is None or time.monotonic() - idle_since < PING_AFTER_IDLE_SECONDS:
+            return
+        try:
+            dbapi_connection.execute(";")
+        except Exception as exc:
+            raise DisconnectionError(f"a pooled connection no longer answers: {exc}") from exc
 
 
 def _create_private_file(path: str | None) -> None:
@@ -145,7 +178,13 @@ class Database:
         self.url = url
         self.engine = make_engine(url, pool_size=pool_size)
         self.is_sqlite = url.startswith("sqlite")
-        self._readers = sessionmaker(self.engine, expire_on_commit=False)
+        # PostgreSQL reads at READ COMMITTED, where each statement sees its own snapshot inside a
+        # transaction as well as outside one: a reader's BEGIN and COMMIT would be two round trips
+        # that change nothing, so readers run in autocommit. A reader must therefore never write.
+        readers = (
+            self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
+        )
+        self._readers = sessionmaker(readers, expire_on_commit=False)
         self._writers = sessionmaker(
             self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )

@@ -12,11 +12,11 @@ from sqlalchemy.orm import Session
 
 from api.common import MAX_INT32, MAX_PAGE_SIZE, OrgSlug
 from api.members import role_at_least
-from service.api_keys.service import needs_last_used_update, resolve_key, touch_key
+from service.api_keys.service import ResolvedKey, needs_last_used_update, resolve_key, touch_key
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
 from service.errors import InsufficientRole, Unauthorized
-from service.idempotency.middleware import CLAIM_SCOPE_KEY
+from service.idempotency.middleware import CALLER_SCOPE_KEY, CLAIM_SCOPE_KEY
 from service.settings import Settings
 
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -54,10 +54,12 @@ class PendingCaller:
     background: BackgroundTasks | None
     key: str
     role: str | None
+    # The key as this request's Idempotency-Key claim resolved it, if it did.
+    resolved: ResolvedKey | None = None
 
     def resolve(self, session: Session) -> Caller:
         """The caller, or 401 for a key that does not work, 403 for a role below the route's."""
-        record = resolve_key(session, self.key)
+        record = self.resolved or resolve_key(session, self.key)
         if self.background is not None and needs_last_used_update(record):
             # After the response, in a transaction of its own: never holds up the request's.
             self.background.add_task(_touch, self.db, record.id)
@@ -90,7 +92,9 @@ class RoleCheck:
         key = presented_key(request.headers)
         if key is None:
             raise Unauthorized(MISSING_KEY_MESSAGE)
-        return PendingCaller(_database(request), background, key, self.role)
+        return PendingCaller(
+            _database(request), background, key, self.role, request.scope.get(CALLER_SCOPE_KEY)
+        )
 
 
 async def _optional_caller(request: Request, background: BackgroundTasks) -> PendingCaller | None:

@@ -15,7 +15,7 @@ from starlette.datastructures import Headers
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api_keys.service import resolve_key
+from service.api_keys.service import ResolvedKey, resolve_key
 from service.auth import presented_key
 from service.crypto import Cipher, cipher_for
 from service.db import Database
@@ -35,6 +35,9 @@ from service.settings import Settings
 METHODS = frozenset({"POST", "PATCH"})
 # Where a request's claim travels to its session (service.deps), which marks it in its transaction.
 CLAIM_SCOPE_KEY = "orgdeck.idempotency_claim"
+# The key as the claim found it: the route checks its caller against it rather than look it up a
+# second time a moment later in the same request (service.deps).
+CALLER_SCOPE_KEY = "orgdeck.claimed_by"
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 REPLAYED_HEADER = (b"idempotent-replayed", b"true")
 
@@ -95,25 +98,29 @@ class IdempotencyMiddleware:
         method, path = scope["method"], scope["path"]
         digest = fingerprint(method, path, scope.get("query_string", b"").decode("latin-1"), body)
 
-        def claim() -> Claim | StoredAnswer | None:
+        def claim() -> tuple[ResolvedKey, Claim | StoredAnswer] | None:
             # Not durable: the request's own (durable) commit writes the claim to disk with it, and
             # a claim lost in a crash before then had nothing committed under it.
             with self.db.session(write=True, durable=False) as session:
                 try:
-                    org_id = resolve_key(session, api_key).org_id
+                    caller = resolve_key(session, api_key)
                 except Unauthorized:
                     return None
-                return claim_key(
+                return caller, claim_key(
                     session,
                     cipher=self.cipher,
-                    org_id=org_id,
+                    org_id=caller.org_id,
                     key=key,
                     fingerprint=digest,
                     method=method,
                     path=path,
                 )
 
-        return await to_thread.run_sync(claim)
+        claimed = await to_thread.run_sync(claim)
+        if claimed is None:
+            return None
+        scope[CALLER_SCOPE_KEY], outcome = claimed
+        return outcome
 
     async def _run_once(self, claim: Claim, scope: Scope, receive: Receive, send: Send) -> None:
         scope[CLAIM_SCOPE_KEY] = claim

@@ -8,6 +8,7 @@ lease ends, and one that did commit is never run again.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import secrets
@@ -15,11 +16,11 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, delete, select, tuple_, update
+from sqlalchemy import bindparam, delete, select, tuple_, update
 from sqlalchemy.orm import Session
 
 from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
-from service.db import Database, upsert, utcnow
+from service.db import Database, dialect_insert, dialect_name, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKeyRow
 from service.settings import Settings
@@ -81,11 +82,12 @@ def claim_key(
     # A new key, the common case, is claimed by one statement; a key already there (or inserted by
     # a concurrent request, whose commit the INSERT waits for) is read and decided on below.
     hold = _holding(fingerprint=fingerprint, method=method, path=path)
-    inserted = session.scalar(
-        upsert(session, IdempotencyKeyRow)
-        .values(org_id=org_id, key=key, created_at=now, **hold)
-        .on_conflict_do_nothing(index_elements=["org_id", "key"])
-        .returning(IdempotencyKeyRow.claim)
+    inserted = (
+        session.connection()
+        .execute(
+            _claim_statement(dialect_name(session)), {"org_id": org_id, "key": key, "created_at": now, **hold}
+        )
+        .scalar()
     )
     if inserted is not None:
         return Claim(org_id, key, inserted)
@@ -152,12 +154,8 @@ def _hold(row: IdempotencyKeyRow, *, fingerprint: str, method: str, path: str) -
 
 def mark_committed(session: Session, claim: Claim) -> None:
     """In the request's own transaction: its work and the key's `committed` state commit together."""
-    marked = session.execute(
-        update(IdempotencyKeyRow)
-        .where(*_held_by(claim), IdempotencyKeyRow.state == "running")
-        .values(state="committed")
-    )
-    if marked.rowcount != 1:  # type: ignore[attr-defined]
+    marked = session.connection().execute(_MARK_COMMITTED, _holder(claim))
+    if marked.rowcount != 1:
         raise IdempotencyKeyInUse(
             f"This request held its {HEADER} too long and a retry took it over; nothing was changed",
             field=HEADER,
@@ -169,35 +167,55 @@ def finish(session: Session, claim: Claim, answer: StoredAnswer, cipher: Cipher)
     Either only while the request still holds the key."""
     if answer.status >= 500 and release(session, claim):
         return
-    session.execute(
-        update(IdempotencyKeyRow)
-        .where(*_held_by(claim))
-        .values(
-            state="done",
-            status_code=answer.status,
-            response_headers=[list(pair) for pair in answer.headers],
-            # Latin-1 maps each byte to one character and back: any body survives the text cipher.
-            response_body_encrypted=cipher.encrypt(answer.body.decode("latin-1")),
-        )
-    )
+    stored = {
+        "answer_status": answer.status,
+        "answer_headers": [list(pair) for pair in answer.headers],
+        # Latin-1 maps each byte to one character and back: any body survives the text cipher.
+        "answer_body": cipher.encrypt(answer.body.decode("latin-1")),
+    }
+    session.connection().execute(_STORE_ANSWER, _holder(claim) | stored)
 
 
 def release(session: Session, claim: Claim) -> bool:
     """Free a key whose request's work did not commit; whether it did (a request that committed
     keeps its key)."""
-    freed = session.execute(
-        delete(IdempotencyKeyRow).where(*_held_by(claim), IdempotencyKeyRow.state == "running")
-    )
-    return freed.rowcount == 1  # type: ignore[attr-defined]
+    return session.connection().execute(_RELEASE, _holder(claim)).rowcount == 1
 
 
-def _held_by(claim: Claim) -> tuple[ColumnElement[bool], ...]:
-    """The key, while `claim` holds it."""
+# The statements of every keyed request, built once: building one costs as much as running it.
+@functools.cache
+def _claim_statement(dialect: str) -> Any:
+    """INSERT of a new key that does nothing when the key is there, returning the new claim."""
     return (
-        IdempotencyKeyRow.org_id == claim.org_id,
-        IdempotencyKeyRow.key == claim.key,
-        IdempotencyKeyRow.claim == claim.token,
+        dialect_insert(dialect, IdempotencyKeyRow)
+        .on_conflict_do_nothing(index_elements=["org_id", "key"])
+        .returning(IdempotencyKeyRow.claim)
     )
+
+
+# The key, while a claim holds it.
+_HELD = (
+    IdempotencyKeyRow.org_id == bindparam("held_org_id"),
+    IdempotencyKeyRow.key == bindparam("held_key"),
+    IdempotencyKeyRow.claim == bindparam("held_token"),
+)
+_RUNNING = IdempotencyKeyRow.state == "running"
+_MARK_COMMITTED = update(IdempotencyKeyRow).where(*_HELD, _RUNNING).values(state="committed")
+_RELEASE = delete(IdempotencyKeyRow).where(*_HELD, _RUNNING)
+_STORE_ANSWER = (
+    update(IdempotencyKeyRow)
+    .where(*_HELD)
+    .values(
+        state="done",
+        status_code=bindparam("answer_status"),
+        response_headers=bindparam("answer_headers", type_=IdempotencyKeyRow.response_headers.type),
+        response_body_encrypted=bindparam("answer_body"),
+    )
+)
+
+
+def _holder(claim: Claim) -> dict[str, str]:
+    return {"held_org_id": claim.org_id, "held_key": claim.key, "held_token": claim.token}
 
 
 def rotate_answers(session: Session, *, cipher: Cipher) -> int:
