@@ -14,7 +14,7 @@ from datetime import timedelta
 import httpx
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import select, text, update
+from sqlalchemy import event, select, text, update
 
 from api import OrgdeckClient
 from service.crypto import Cipher, DecryptionFailed
@@ -57,6 +57,26 @@ def test_the_same_key_and_body_replays_the_answer_and_does_nothing_again(http, o
     assert again.json() == first.json()
     assert again.headers["content-type"] == "application/json"
     assert environment_names(http, org) == ["staging"]
+
+
+def test_a_keyed_write_looks_its_key_up_once(server, http, org):
+    """The claim resolves the key; the route checks its caller against that, not a second lookup."""
+    engine = server.app.state.db.engine
+    lookups = []
+
+    def count_lookups(_connection, _cursor, statement, *_rest) -> None:
+        if "WHERE api_keys.key_hash" in statement:
+            lookups.append(statement)
+
+    event.listen(engine, "before_cursor_execute", count_lookups)
+    try:
+        created = http.post(
+            "environments", headers=keyed(org, "looked-up-once"), json={"orgSlug": org.slug, "name": "once"}
+        )
+    finally:
+        event.remove(engine, "before_cursor_execute", count_lookups)
+    assert created.status_code == 200, created.text
+    assert len(lookups) == 1
 
 
 def test_patch_is_replayed_too(http, org):

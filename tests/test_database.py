@@ -1,0 +1,94 @@
+"""The database layer: what readers and writers hold, and pooled connections that went away."""
+
+from __future__ import annotations
+
+import sqlite3
+import uuid
+from collections.abc import Iterator
+
+import psycopg
+import pytest
+from sqlalchemy import create_engine, select, text
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.orm import Session
+
+import service.db
+from service.db import Database
+from service.orgs.models import OrganizationRow
+from tests.conftest import wait_for
+
+
+@pytest.fixture
+def one_connection(db: Database) -> Iterator[Database]:
+    """The session's database through a pool whose sessions, one after another, take the same
+    connection."""
+    database = Database(db.url, pool_size=1)
+    yield database
+    database.dispose()
+
+
+def in_transaction(session: Session) -> bool:
+    driver = session.connection().connection.driver_connection
+    if isinstance(driver, sqlite3.Connection):
+        return driver.in_transaction
+    assert isinstance(driver, psycopg.Connection)
+    return driver.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+
+def test_readers_hold_a_transaction_on_sqlite_only_and_writers_on_both(one_connection):
+    db = one_connection
+    with db.session() as reader:
+        reader.scalar(text("SELECT 1"))
+        # SQLite: one snapshot for all of a reader's statements. PostgreSQL at READ COMMITTED gives
+        # each statement its own snapshot anyway, so a reader sends no BEGIN and no COMMIT.
+        assert in_transaction(reader) is db.is_sqlite
+    slug = f"rolled-back-{uuid.uuid4().hex[:8]}"
+    # The connection the reader had: back in a transaction for a writer, which still rolls back.
+    with pytest.raises(RuntimeError), db.session(write=True) as writer:
+        writer.add(OrganizationRow(slug=slug, name="Rolled back"))
+        writer.flush()
+        assert in_transaction(writer)
+        raise RuntimeError("the work failed")
+    with db.session() as reader:
+        assert reader.scalar(select(OrganizationRow).where(OrganizationRow.slug == slug)) is None
+        assert in_transaction(reader) is db.is_sqlite
+
+
+def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, database_url, monkeypatch):
+    db = one_connection
+    if db.is_sqlite:
+        pytest.skip("a SQLite connection cannot be dropped from the other side")
+    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
+
+    def backend() -> int:
+        with db.session() as session:
+            return session.scalar(text("SELECT pg_backend_pid()"))
+
+    def drop(pid: int) -> None:
+        # As a restart of the database or a proxy's idle timeout would.
+        with admin.connect() as connection:
+            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
+
+            def gone() -> bool:
+                alive = connection.execute(
+                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
+                )
+                return alive.scalar_one() == 0
+
+            wait_for(gone, what=f"backend {pid} to end")
+
+    try:
+        first = backend()
+        drop(first)
+        # Used a moment ago, it is not pinged: the request that takes it fails, and the pool
+        # replaces it (a ping on every checkout would cost every request a round trip).
+        with pytest.raises(DBAPIError):
+            backend()
+        second = backend()
+        assert second != first
+        monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+        drop(second)
+        # Idle past the ping age: found dead before use and replaced; the request never sees it.
+        assert backend() not in {first, second}
+    finally:
+        admin.dispose()
