@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import BackgroundTasks, Depends, Query, Request
 from fastapi.dependencies.models import Dependant
+from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.orm import Session
 
 from api.common import MAX_INT32, MAX_PAGE_SIZE, OrgSlug
@@ -15,7 +16,7 @@ from api.members import role_at_least
 from service.api_keys.service import ResolvedKey, needs_last_used_update, resolve_key, touch_key
 from service.auth import MISSING_KEY_MESSAGE, Caller, presented_key
 from service.db import Database
-from service.errors import InsufficientRole, Unauthorized
+from service.errors import InsufficientRole, Unauthorized, logger
 from service.idempotency.middleware import CALLER_SCOPE_KEY, CLAIM_SCOPE_KEY
 from service.settings import Settings
 
@@ -104,8 +105,13 @@ async def _optional_caller(request: Request, background: BackgroundTasks) -> Pen
 
 
 def _touch(db: Database, key_id: str) -> None:
-    with db.session(write=True) as writer:
-        touch_key(writer, key_id=key_id)
+    """Record a key's use, after its request was answered: a failure here (the database went away)
+    is logged, not raised into a response already sent."""
+    try:
+        with db.session(write=True) as writer:
+            touch_key(writer, key_id=key_id)
+    except SQLAlchemyError as exc:
+        logger.warning("Could not record the use of key %s: %s", key_id, exc)
 
 
 def least_role(dependant: Dependant) -> str | None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
+from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
 from starlette.types import Send
@@ -195,8 +196,20 @@ async def _unexpected_error(request: Request, exc: Exception) -> Response:
     )
 
 
+async def _database_error(request: Request, exc: Exception) -> Response:
+    """A connection the database dropped under a request (a restart): the pool has replaced its
+    connections, so the same request sent again will be served."""
+    assert isinstance(exc, DBAPIError)
+    if not exc.connection_invalidated:
+        return await _unexpected_error(request, exc)
+    logger.warning("Lost the database connection on %s %s: %s", request.method, request.url.path, exc.orig)
+    message = "The connection to the database was lost while handling this request; retry it"
+    return error_response(503, message, "database_unavailable", headers={"Retry-After": "1"})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(RequestValidationError, validation_error_response)
     app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(DBAPIError, _database_error)
     app.add_exception_handler(Exception, _unexpected_error)

@@ -92,3 +92,42 @@ def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, d
         assert backend() not in {first, second}
     finally:
         admin.dispose()
+
+
+def test_a_connection_dropped_under_a_request_is_a_503_and_the_next_request_is_served(
+    server, http, org, db, monkeypatch
+):
+    if db.is_sqlite:
+        pytest.skip("a SQLite connection cannot be dropped from the other side")
+    # Connections used a moment ago are not pinged: the request meets the dropped one.
+    monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", float("inf"))
+    answers = []
+    with db.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as admin:
+        # The key's first use is recorded after its answer, on a connection of its own: done
+        # before the drops, so that what meets a dropped connection is a request.
+        http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).raise_for_status()
+        unused = text(
+            "SELECT count(*) FROM api_keys JOIN organizations ON organizations.id = api_keys.org_id"
+            " WHERE organizations.slug = :slug AND api_keys.last_used_at IS NULL"
+        )
+        wait_for(lambda: admin.execute(unused, {"slug": org.slug}).scalar_one() == 0, what="the key's use")
+        for _ in range(5):
+            http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).raise_for_status()
+            # Every connection of this database but this one: the service's among them.
+            others = "datname = current_database() AND pid <> pg_backend_pid()"
+            pids = admin.execute(text(f"SELECT pid FROM pg_stat_activity WHERE {others}")).scalars().all()  # noqa: S608
+            admin.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(:pids) AS pid"), {"pids": pids})
+
+            def ended(pids: list[int] = pids) -> bool:
+                alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)")
+                return admin.execute(alive, {"pids": pids}).scalar_one() == 0
+
+            wait_for(ended, what="the service's connections to end")
+            answer = http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug})
+            answers.append(answer)
+            if answer.status_code == 503:
+                break
+    assert [answer.status_code for answer in answers if answer.status_code != 200] == [503]
+    assert answers[-1].json()["code"] == "database_unavailable"
+    assert answers[-1].headers["retry-after"] == "1"
+    assert http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).status_code == 200
