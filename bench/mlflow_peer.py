@@ -12,7 +12,9 @@ the bench only. Two measurements, each through the peer's own ways:
   `load_prompt`; our `registries.publish` and `registries.retrieve`), run on the load core;
 - GET of one version at 32 connections with wrk: MLflow's `model-versions/get` (where a prompt's
   version lives) against our `registries/artifacts/retrieve?version=`.
-The reaches: pairs/s ≥ 5x MLflow's, GET throughput ≥ 10x, GET p99 ≤ 0.2x.
+The reaches: pairs/s ≥ 5x MLflow's, GET throughput ≥ 10x, GET p99 ≤ 0.2x. Beside them, for scale,
+the anchor app (bench/anchor.py) on our database: how many two-read requests the stack itself
+serves on this machine in this run.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from bench.common import (
     ServerProcess,
     Target,
     add_arguments,
+    anchor_server,
     describe_setup,
     format_table,
     load_settings,
@@ -56,6 +59,8 @@ PROMPT = "You are the {{team}} assistant. Revision {n}: answer briefly and cite 
 MIN_PAIRS_RATIO = 5.0
 MIN_GET_RATIO = 10.0
 MAX_GET_P99_RATIO = 0.2
+# The anchor's read (bench/anchor.py), measured beside for scale: what the stack serves at its floor.
+ANCHOR_PATH = "/api/api-keys?orgSlug={}"
 
 # Each side's own client, timing `pairs` publish + retrieve pairs after a warm-up; prints pairs/s.
 MLFLOW_PAIRS = """
@@ -178,17 +183,26 @@ def main(argv: list[str] | None = None) -> int:
             str(WARMUP_PAIRS),
             PROMPT,
         )
-        targets = [
-            Target("MLflow: GET model-versions/get", peer, peer_path),
-            Target("ours: GET artifacts/retrieve?version= (key)", service, ours_path, headers=org.headers),
-        ]
-        series = measure(targets, load)
+        with anchor_server(workdir, service) as anchor:
+            targets = [
+                Target("MLflow: GET model-versions/get", peer, peer_path),
+                Target(
+                    "ours: GET artifacts/retrieve?version= (key)", service, ours_path, headers=org.headers
+                ),
+                Target(
+                    "anchor: bare FastAPI, two reads (scale)",
+                    anchor,
+                    ANCHOR_PATH.format(org.slug),
+                    headers=org.headers,
+                ),
+            ]
+            series = measure(targets, load)
     print()
     print(describe_setup(load, args.database_url) + f"; MLflow {MLFLOW_VERSION} on SQLite, one worker")
     print()
     print(format_table(SERIES_HEADERS, series_rows(series)))
     print()
-    peer_get, our_get = series
+    peer_get, our_get, floor = series
     pair_ratio = ratio(our_pairs, peer_pairs)
     get_ratio = ratio(our_get.requests_per_second, peer_get.requests_per_second)
     p99_ratio = ratio(our_get.p99_ms, peer_get.p99_ms)
@@ -219,6 +233,13 @@ def main(argv: list[str] | None = None) -> int:
         ],
     ]
     print(format_table(["Figure", "MLflow", "Orgdeck", "ours / MLflow", "reach", ""], rows))
+    print()
+    print(
+        f"For scale, the anchor app (bench/anchor.py: one bare FastAPI route, two SQLAlchemy Core reads) "
+        f"served {floor.requests_per_second:,.0f} req/s in this run, "
+        f"{ratio(floor.requests_per_second, peer_get.requests_per_second):.2f}x MLflow; "
+        f"our GET served {ratio(our_get.requests_per_second, floor.requests_per_second):.2f}x the anchor."
+    )
     return 0
 
 

@@ -436,7 +436,7 @@ def retrieve(
         query, parameters["version"] = _BY_VERSION, version
     else:
         query, parameters["labels"] = _BY_LABEL, [label] if label is not None else list(DEFAULT_LABELS)
-    found = session.execute(query, parameters).first()
+    found = session.connection().execute(query, parameters).first()
     if found is None or (found.visibility != "public" and found.org_id != reader_org_id):
         _explain_missing(
             session, reader_org_id=reader_org_id, ref=ref, name=name, version=version, label=label
