@@ -14,7 +14,7 @@ from datetime import timedelta
 import httpx
 import pytest
 from cryptography.fernet import Fernet
-from sqlalchemy import event, select, text, update
+from sqlalchemy import delete, event, select, text, update
 
 from api import OrgdeckClient
 from service.crypto import Cipher, DecryptionFailed
@@ -23,6 +23,7 @@ from service.idempotency.models import IdempotencyKeyRow
 from service.idempotency.service import (
     Claim,
     IdempotencyKeyInUse,
+    claim_key,
     expire_keys,
     mark_committed,
     rotate_answers,
@@ -355,6 +356,43 @@ def test_a_request_whose_key_was_taken_over_cannot_commit(http, org, db):
     set_key(db, org.slug, "held", state="running", claim="newer-holder")
     with pytest.raises(IdempotencyKeyInUse), db.session(write=True) as session:
         mark_committed(session, Claim(row.org_id, "held", row.claim))
+
+
+def test_a_key_expired_and_removed_while_being_claimed_is_claimed_as_new(http, org, db):
+    if db.is_sqlite:
+        pytest.skip("SQLite's writers take turns: the worker cannot delete between the claim's statements")
+    http.post("environments", headers=keyed(org, "vanishing"), json={"orgSlug": org.slug, "name": "first"})
+    row = stored_key(db, org.slug, "vanishing")
+    assert row is not None
+    set_key(db, org.slug, "vanishing", created_at=utcnow() - timedelta(hours=24, seconds=1))
+    removed: list[bool] = []
+
+    def worker_expires_it(_connection, _cursor, statement, *_rest) -> None:
+        # Right after the claim's INSERT met the old key, before the claim reads it.
+        if statement.startswith("INSERT INTO idempotency_keys") and not removed:
+            removed.append(True)
+            with db.session(write=True) as other:
+                other.execute(delete(IdempotencyKeyRow).where(IdempotencyKeyRow.key == "vanishing"))
+
+    event.listen(db.engine, "after_cursor_execute", worker_expires_it)
+    try:
+        with db.session(write=True) as session:
+            claimed = claim_key(
+                session,
+                cipher=Cipher([SESSION_ENCRYPTION_KEY]),
+                org_id=row.org_id,
+                key="vanishing",
+                fingerprint="another request",
+                method="POST",
+                path="/api/environments",
+            )
+    finally:
+        event.remove(db.engine, "after_cursor_execute", worker_expires_it)
+    assert removed
+    assert isinstance(claimed, Claim)
+    held = stored_key(db, org.slug, "vanishing")
+    assert held is not None
+    assert (held.state, held.claim, held.fingerprint) == ("running", claimed.token, "another request")
 
 
 def test_keys_expire_after_a_day_and_the_worker_removes_them(http, org, db, settings):

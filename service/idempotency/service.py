@@ -82,17 +82,15 @@ def claim_key(
     # A new key, the common case, is claimed by one statement; a key already there (or inserted by
     # a concurrent request, whose commit the INSERT waits for) is read and decided on below.
     hold = _holding(fingerprint=fingerprint, method=method, path=path)
-    inserted = (
-        session.connection()
-        .execute(
-            _claim_statement(dialect_name(session)), {"org_id": org_id, "key": key, "created_at": now, **hold}
-        )
-        .scalar()
-    )
-    if inserted is not None:
-        return Claim(org_id, key, inserted)
-    row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True)
-    assert row is not None
+    values = {"org_id": org_id, "key": key, "created_at": now, **hold}
+    while True:
+        inserted = session.connection().execute(_claim_statement(dialect_name(session)), values).scalar()
+        if inserted is not None:
+            return Claim(org_id, key, inserted)
+        row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True)
+        if row is not None:
+            break
+        # Expired and deleted by the worker between the two statements: a new key again.
     if row.created_at <= now - KEY_LIFETIME:
         row.created_at = now
         _hold(row, fingerprint=fingerprint, method=method, path=path)
