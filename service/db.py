@@ -136,6 +136,8 @@ def _ping_when_idle(engine: Engine) -> None:
             return
         try:
             dbapi_connection.execute(";")
+            # The driver opened a transaction for the ping: a reader's connection must not be in one.
+            dbapi_connection.rollback()
         except Exception as exc:
             raise DisconnectionError(f"a pooled connection no longer answers: {exc}") from exc
 

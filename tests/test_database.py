@@ -87,11 +87,31 @@ def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, d
         second = backend()
         assert second != first
         monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+        # Idle past the ping age and alive: pinged, and handed over outside any transaction, to a
+        # reader (which runs in autocommit) as to a writer.
+        assert backend() == second
+        with db.session() as reader:
+            assert reader.scalar(text("SELECT pg_backend_pid()")) == second
+            assert not in_transaction(reader)
+        with db.session(write=True) as writer:
+            assert writer.scalar(text("SELECT pg_backend_pid()")) == second
         drop(second)
-        # Idle past the ping age: found dead before use and replaced; the request never sees it.
+        # Idle past the ping age and dropped: found dead before use and replaced; the request never
+        # sees it.
         assert backend() not in {first, second}
     finally:
         admin.dispose()
+
+
+def idle_connections_of(db: Database) -> list[int]:
+    """The server processes behind a pool's idle connections (the service's own, and no other
+    test's): all of them checked out at once, asked, and given back."""
+    held = [db.engine.connect() for _ in range(max(db.engine.pool.checkedin(), 1))]
+    try:
+        return [connection.exec_driver_sql("SELECT pg_backend_pid()").scalar_one() for connection in held]
+    finally:
+        for connection in held:
+            connection.close()
 
 
 def test_a_connection_dropped_under_a_request_is_a_503_and_the_next_request_is_served(
@@ -113,9 +133,7 @@ def test_a_connection_dropped_under_a_request_is_a_503_and_the_next_request_is_s
         wait_for(lambda: admin.execute(unused, {"slug": org.slug}).scalar_one() == 0, what="the key's use")
         for _ in range(5):
             http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).raise_for_status()
-            # Every connection of this database but this one: the service's among them.
-            others = "datname = current_database() AND pid <> pg_backend_pid()"
-            pids = admin.execute(text(f"SELECT pid FROM pg_stat_activity WHERE {others}")).scalars().all()  # noqa: S608
+            pids = idle_connections_of(server.app.state.db)
             admin.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(:pids) AS pid"), {"pids": pids})
 
             def ended(pids: list[int] = pids) -> bool:
