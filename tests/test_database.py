@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import psycopg
 import pytest
-from sqlalchemy import create_engine, select, text
+from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
@@ -54,53 +54,46 @@ def test_readers_hold_a_transaction_on_sqlite_only_and_writers_on_both(one_conne
         assert in_transaction(reader) is db.is_sqlite
 
 
-def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, database_url, monkeypatch):
-    db = one_connection
+def drop_backends(db: Database, pids: list[int]) -> None:
+    """End these server processes, as a restart of the database or a proxy's idle timeout would,
+    and wait until they are gone (through `db`'s pool, not the pool under test)."""
+    with db.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as admin:
+        admin.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(:pids) AS pid"), {"pids": pids})
+        alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)")
+        wait_for(
+            lambda: admin.execute(alive, {"pids": pids}).scalar_one() == 0, what=f"backends {pids} to end"
+        )
+
+
+def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, db, monkeypatch):
     if db.is_sqlite:
         pytest.skip("a SQLite connection cannot be dropped from the other side")
-    admin = create_engine(database_url, isolation_level="AUTOCOMMIT")
 
     def backend() -> int:
-        with db.session() as session:
+        with one_connection.session() as session:
             return session.scalar(text("SELECT pg_backend_pid()"))
 
-    def drop(pid: int) -> None:
-        # As a restart of the database or a proxy's idle timeout would.
-        with admin.connect() as connection:
-            connection.execute(text("SELECT pg_terminate_backend(:pid)"), {"pid": pid})
-
-            def gone() -> bool:
-                alive = connection.execute(
-                    text("SELECT count(*) FROM pg_stat_activity WHERE pid = :pid"), {"pid": pid}
-                )
-                return alive.scalar_one() == 0
-
-            wait_for(gone, what=f"backend {pid} to end")
-
-    try:
-        first = backend()
-        drop(first)
-        # Used a moment ago, it is not pinged: the request that takes it fails, and the pool
-        # replaces it (a ping on every checkout would cost every request a round trip).
-        with pytest.raises(DBAPIError):
-            backend()
-        second = backend()
-        assert second != first
-        monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", 0.0)
-        # Idle past the ping age and alive: pinged, and handed over outside any transaction, to a
-        # reader (which runs in autocommit) as to a writer.
-        assert backend() == second
-        with db.session() as reader:
-            assert reader.scalar(text("SELECT pg_backend_pid()")) == second
-            assert not in_transaction(reader)
-        with db.session(write=True) as writer:
-            assert writer.scalar(text("SELECT pg_backend_pid()")) == second
-        drop(second)
-        # Idle past the ping age and dropped: found dead before use and replaced; the request never
-        # sees it.
-        assert backend() not in {first, second}
-    finally:
-        admin.dispose()
+    first = backend()
+    drop_backends(db, [first])
+    # Used a moment ago, it is not pinged: the request that takes it fails, and the pool
+    # replaces it (a ping on every checkout would cost every request a round trip).
+    with pytest.raises(DBAPIError):
+        backend()
+    second = backend()
+    assert second != first
+    monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+    # Idle past the ping age and alive: pinged, and handed over outside any transaction, to a
+    # reader (which runs in autocommit) as to a writer.
+    assert backend() == second
+    with one_connection.session() as reader:
+        assert reader.scalar(text("SELECT pg_backend_pid()")) == second
+        assert not in_transaction(reader)
+    with one_connection.session(write=True) as writer:
+        assert writer.scalar(text("SELECT pg_backend_pid()")) == second
+    drop_backends(db, [second])
+    # Idle past the ping age and dropped: found dead before use and replaced; the request never
+    # sees it.
+    assert backend() not in {first, second}
 
 
 def idle_connections_of(db: Database) -> list[int]:
@@ -133,14 +126,7 @@ def test_a_connection_dropped_under_a_request_is_a_503_and_the_next_request_is_s
         wait_for(lambda: admin.execute(unused, {"slug": org.slug}).scalar_one() == 0, what="the key's use")
         for _ in range(5):
             http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug}).raise_for_status()
-            pids = idle_connections_of(server.app.state.db)
-            admin.execute(text("SELECT pg_terminate_backend(pid) FROM unnest(:pids) AS pid"), {"pids": pids})
-
-            def ended(pids: list[int] = pids) -> bool:
-                alive = text("SELECT count(*) FROM pg_stat_activity WHERE pid = ANY(:pids)")
-                return admin.execute(alive, {"pids": pids}).scalar_one() == 0
-
-            wait_for(ended, what="the service's connections to end")
+            drop_backends(db, idle_connections_of(server.app.state.db))
             answer = http.get("api-keys", headers=org.headers, params={"orgSlug": org.slug})
             answers.append(answer)
             if answer.status_code == 503:
