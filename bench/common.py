@@ -460,7 +460,7 @@ def times(value: float) -> str:
 
 
 def format_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A Markdown table (readable in a terminal, pasteable into the README); numbers right-aligned."""
+    """A Markdown table (readable in a terminal, pasteable into docs/benchmarks.md); numbers right-aligned."""
     widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
     numeric = [all(_looks_numeric(row[i]) for row in rows) for i in range(len(headers))]
 
@@ -533,7 +533,7 @@ RESULTS = Path(__file__).resolve().parent / "results"
 
 def run(main: Callable[[], int]) -> None:
     """A bench's entry point: runs `main`, keeps what it printed in bench/results/<bench>.<database>.md
-    for `python -m bench.readme` to put into the README, and ends a BenchError in one line."""
+    for `python -m bench.readme` to put into docs/benchmarks.md, and ends a BenchError in one line."""
     bench = Path(sys.argv[0]).stem
     database = "postgresql" if any(arg.startswith("--database-url") for arg in sys.argv[1:]) else "sqlite"
     printed = _Tee(sys.stdout)

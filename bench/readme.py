@@ -1,10 +1,10 @@
-"""Put the benches' last printed results into the README.
+"""Put the benches' last printed results into docs/benchmarks.md.
 
     .venv/bin/python -m bench.readme
 
 Every bench keeps what it printed in bench/results/<bench>.<database>.md (bench.common.run). The
-README marks where each goes with `<!-- bench/results/<file> -->` and `<!-- end of results -->`;
-this replaces what lies between with the file, so the README's tables are the ones a bench printed.
+That page marks where each goes with `<!-- bench/results/<file> -->` and `<!-- end of results -->`;
+this replaces what lies between with the file, so its tables are the ones a bench printed.
 """
 
 from __future__ import annotations
@@ -14,13 +14,13 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-README = ROOT / "README.md"
+PAGE = ROOT / "docs" / "benchmarks.md"
 END = "<!-- end of results -->"
 MARKER = re.compile(r"<!-- (bench/results/[\w.-]+\.md) -->\n.*?" + re.escape(END), re.DOTALL)
 
 
 def main() -> int:
-    text = README.read_text()
+    text = PAGE.read_text()
     missing = []
 
     def results(match: re.Match[str]) -> str:
@@ -31,14 +31,14 @@ def main() -> int:
         return f"<!-- {match.group(1)} -->\n{path.read_text()}{END}"
 
     updated = MARKER.sub(results, text)
-    README.write_text(updated)
+    PAGE.write_text(updated)
     for name in missing:
         print(f"no results yet: {name} (run its bench)", file=sys.stderr)
     unplaced = {f"bench/results/{path.name}" for path in (ROOT / "bench" / "results").glob("*.md")} - set(
         MARKER_NAMES.findall(updated)
     )
     for name in sorted(unplaced):
-        print(f"not in the README: {name} (add its markers)", file=sys.stderr)
+        print(f"not in docs/benchmarks.md: {name} (add its markers)", file=sys.stderr)
     return 1 if missing or unplaced else 0
 
 

@@ -206,7 +206,7 @@ def test_a_body_nested_without_end_is_malformed_json(http, org, depth):
 
 
 def test_documented_codes_only(http, org):
-    """Every 400 above carries a code the README documents; `bad_request` is not one of them."""
+    """Every 400 above carries a code the reference documents; `bad_request` is not one of them."""
     raw = b'{"orgSlug": "\xff"}'
     response = http.post("api-keys", content=raw, headers={**org.headers, "Content-Type": "application/json"})
     assert response.json()["code"] != "bad_request"

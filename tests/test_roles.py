@@ -1,7 +1,7 @@
 """Who may do what: every route's least role, members, keys that carry a role and an owner.
 
 The matrix reads each operation's declared least role from the live OpenAPI document, so a new
-route without a declaration fails here, and the README's table of roles must say the same.
+route without a declaration fails here, and the reference's table of roles (docs/reference.md) must say the same.
 """
 
 from __future__ import annotations
@@ -76,9 +76,9 @@ def test_each_route_refuses_roles_below_its_least_and_admits_the_rest(http, docu
     assert checked > 70
 
 
-def test_the_readme_lists_every_route_with_its_least_role(document):
-    readme = (ROOT / "README.md").read_text()
-    table = dict(re.findall(r"^\| `(\w+ /\S+)` \| (viewer|author|operator|admin) \|", readme, re.MULTILINE))
+def test_the_reference_lists_every_route_with_its_least_role(document):
+    reference = (ROOT / "docs" / "reference.md").read_text()
+    table = dict(re.findall(r"^\| `(\w+ /\S+)` \| (viewer|author|operator|admin) \|", reference, re.MULTILINE))
     declared = {
         f"{method.upper()} {path.removeprefix('/api')}": role
         for (method, path), role in declared_roles(document).items()
