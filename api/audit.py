@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import Field
 
+from api.approvals import ChangeRequestRef
 from api.common import OrgSlug, Page, QueryParameters, Record, Timestamp
 from api.notifications import DateRange, Pagination
 from api.resource import Resource
@@ -36,6 +37,11 @@ class AuditEvent(Record):
     request_id: str | None = None
     changes: dict[str, Any] = Field(
         description="The fields the request set; secrets as [redacted], URLs by host."
+    )
+    change_request: ChangeRequestRef | None = Field(
+        None,
+        description="For a change applied by an approved change request: the request, its requester "
+        "(the actor) and its approvers.",
     )
 
 

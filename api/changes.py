@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args
 
 from pydantic import Field
 
+from api.approvals import Requester
 from api.common import (
     Description,
     JsonObject,
@@ -75,13 +76,6 @@ class CancelChangeRequest(OrgScoped):
     """Withdraw an open change request (its requester only)."""
 
 
-class Requester(Record):
-    key_id: str
-    key_name: str
-    member_id: str | None = None
-    email: str | None = None
-
-
 class Review(Record):
     member_id: str
     email: str
@@ -89,6 +83,12 @@ class Review(Record):
     verdict: Literal["approve", "reject"]
     comment: str
     created_at: Timestamp
+    counted: bool = Field(
+        True,
+        description="Whether the approval counts: its member is active and holds the change's role now "
+        "(once the request is decided, when it was decided).",
+    )
+    not_counted_because: str | None = Field(None, description="Why it does not count.")
 
 
 class ChangeRequest(Record):
@@ -105,7 +105,10 @@ class ChangeRequest(Record):
         "a policy's text diff, each with the state it replaces (`before`)."
     )
     requested_by: Requester
-    required_approvals: int
+    required_approvals: int = Field(
+        description="Approvals that count it needs now: a protected environment's `requiredApprovals`, "
+        "else 1 (once the request is decided, as when it was decided)."
+    )
     approvals: list[Review]
     rejection: Review | None = None
     result: dict[str, Any] | None = Field(

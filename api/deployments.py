@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal, get_args
 from pydantic import Field, StringConstraints
 
 from api.agents import PromptReferenceName, StableKey
+from api.approvals import ChangeRequestRef
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
 from api.constants import IDEMPOTENCY_HEADER
 from api.resource import Resource, body
@@ -126,6 +127,9 @@ class DeploymentJob(Record):
     finished_at: Timestamp | None = None
     lease_expires_at: Timestamp | None = None
     agents: list[AgentResult]
+    change_request: ChangeRequestRef | None = Field(
+        None, description="For a job an approved change request started: who asked and who approved."
+    )
 
 
 class SigningKeyRequest(OrgScoped):

@@ -6,6 +6,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
 
+from api.approvals import ChangeRequestRef
 from api.common import NAME_MAX_LENGTH, Description, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
 from api.providers import ModelName
 from api.resource import Resource, body
@@ -105,6 +106,9 @@ class PolicyVersion(Record):
     severity: Severity
     rule_text: str
     created_at: Timestamp
+    change_request: ChangeRequestRef | None = Field(
+        None, description="For a version an approved change request made: who asked and who approved."
+    )
 
 
 class Policy(Record):

@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal
 from pydantic import Discriminator, Field, StringConstraints, Tag, field_validator
 from pydantic_core import PydanticCustomError
 
+from api.approvals import ChangeRequestRef
 from api.common import (
     SLUG_PATTERN,
     Description,
@@ -283,6 +284,11 @@ class ArtifactVersion(VersionFields):
     """A version in a listing: without its content, with the labels on it now."""
 
     labels: list[str]
+    label_change_requests: dict[str, ChangeRequestRef] = Field(
+        {},
+        description="Label → the approved change request that moved it here (who asked and who "
+        "approved); a label moved directly is absent.",
+    )
 
 
 class RetrievedArtifact(VersionFields):

@@ -28,9 +28,11 @@ class Team:
     def __init__(self, admin: OrgdeckClient, server_url: str, org: Org, stack: ExitStack) -> None:
         self.admin, self.url, self.org, self.stack = admin, server_url, org, stack
         self.keys: dict[str, str] = {}
+        self.member_ids: dict[str, str] = {}
 
     def member(self, name: str, role: str) -> OrgdeckClient:
         member = self.admin.members.create(f"{name}@example.com", name.title(), role)
+        self.member_ids[name] = member.id
         self.keys[name] = self.admin.api_keys.create(f"{name}-key", member_id=member.id).key
         return self.stack.enter_context(OrgdeckClient(self.url, self.keys[name], org_slug=self.org.slug))
 
@@ -163,6 +165,71 @@ def test_a_rejected_request_changes_nothing(client, team, production):
     rejected = bo.change_requests.reject(opened.id, comment="Not on a Friday")
     assert rejected.status == "rejected" and rejected.rejection.comment == "Not on a Friday"
     assert jobs_of(client, production) == []
+
+
+# -- counted when a review decides ----------------------------------------------------------
+
+
+def test_raising_required_approvals_after_opening_needs_the_new_count(client, team, production):
+    ana, bo, cy, dee = (team.member(name, "operator") for name in ("ana", "bo", "cy", "dee"))
+    opened = ana.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["triage"]}, "Release"
+    )
+    assert opened.required_approvals == 1
+    client.environments.update(production, required_approvals=3)
+    assert client.change_requests.get(opened.id).required_approvals == 3
+    first = bo.change_requests.approve(opened.id)
+    assert first.status == "open" and first.required_approvals == 3 and jobs_of(client, production) == []
+    assert cy.change_requests.approve(opened.id).status == "open"
+    applied = dee.change_requests.approve(opened.id)
+    assert applied.status == "applied" and applied.required_approvals == 3
+    assert jobs_of(client, production) == [applied.result["jobId"]]
+
+
+def test_lowered_rules_still_need_one_approval_and_apply_only_on_a_review(client, team, production):
+    client.environments.update(production, required_approvals=2)
+    ana, bo, cy = (team.member(name, "operator") for name in ("ana", "bo", "cy"))
+    opened = ana.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["triage"]}, "Release"
+    )
+    assert bo.change_requests.approve(opened.id).status == "open"
+    client.environments.update(production, protected=False)
+    waiting = client.change_requests.get(opened.id)
+    assert waiting.status == "open" and waiting.required_approvals == 1
+    assert jobs_of(client, production) == []
+    applied = cy.change_requests.approve(opened.id)
+    assert applied.status == "applied" and applied.required_approvals == 1
+
+
+@pytest.mark.parametrize(
+    ("demotion", "because"),
+    [("deactivated", "bo@example.com has been deactivated"), ("lowered", "bo@example.com is now author")],
+)
+def test_an_approval_counts_only_while_its_member_is_active_and_holds_the_role(
+    client, team, production, demotion, because
+):
+    client.environments.update(production, required_approvals=2)
+    ana, bo, cy, dee = (team.member(name, "operator") for name in ("ana", "bo", "cy", "dee"))
+    opened = ana.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["triage"]}, "Release"
+    )
+    assert bo.change_requests.approve(opened.id).status == "open"
+    if demotion == "deactivated":
+        client.members.deactivate(team.member_ids["bo"])
+    else:
+        client.members.update(team.member_ids["bo"], role="author")
+    second = cy.change_requests.approve(opened.id)
+    assert second.status == "open" and jobs_of(client, production) == []
+    assert [(a.email, a.counted) for a in second.approvals] == [
+        ("bo@example.com", False),
+        ("cy@example.com", True),
+    ]
+    assert because in second.approvals[0].not_counted_because
+    applied = dee.change_requests.approve(opened.id)
+    assert applied.status == "applied"
+    assert [a.counted for a in applied.approvals] == [False, True, True]
+    job = client.deployments.job(applied.result["jobId"])
+    assert [a.email for a in job.change_request.approved_by] == ["cy@example.com", "dee@example.com"]
 
 
 # -- labels and policies --------------------------------------------------------------------
@@ -371,6 +438,87 @@ def test_concurrent_approvals_apply_exactly_once(client, team, production, serve
     assert jobs_of(client, production) == [final.result["jobId"]]
 
 
+def approve_at_once(server, team: Team, approver: str, request_ids: list[str]) -> list[httpx.Response]:
+    """One approval of each request, all sent at the same moment."""
+    start = threading.Barrier(len(request_ids))
+    answers: list[httpx.Response] = []
+
+    def approve(request_id: str) -> None:
+        start.wait()
+        answers.append(
+            httpx.post(
+                f"{server.url}/change-requests/{request_id}/approve",
+                json={"orgSlug": team.org.slug},
+                headers={"X-API-Key": team.keys[approver]},
+                timeout=60,
+            )
+        )
+
+    threads = [threading.Thread(target=approve, args=(request_id,)) for request_id in request_ids]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [r.status_code for r in answers] == [200] * len(request_ids), [r.text for r in answers]
+    return answers
+
+
+def one_applied(client: OrgdeckClient, request_ids: list[str]) -> str:
+    """The one request of these that applied; every other ended `conflict`, saying why."""
+    decided = [client.change_requests.get(request_id) for request_id in request_ids]
+    assert sorted(r.status for r in decided) == ["applied"] + ["conflict"] * (len(decided) - 1)
+    assert all(r.conflict and r.result is None for r in decided if r.status == "conflict")
+    return next(r.id for r in decided if r.status == "applied")
+
+
+def test_of_label_moves_opened_from_one_state_exactly_one_applies(client, team, org, server):
+    ref = f"{org.slug}/prompts"
+    client.registries.create("prompts")
+    client.registries.publish(ref, "greeting", "Hello 1", labels=["production"])
+    for n in range(2, 10):
+        client.registries.publish(ref, "greeting", f"Hello {n}")
+    client.registries.update(ref, protected_labels=["production"])
+    dee, _ = team.member("dee", "author"), team.member("eve", "author")
+    opened = [
+        dee.change_requests.open(
+            "label",
+            {"registryRef": ref, "name": "greeting", "label": "production", "version": str(n)},
+            f"Greeting {n}",
+        )
+        for n in range(2, 10)
+    ]
+    approve_at_once(server, team, "eve", [r.id for r in opened])
+    applied = one_applied(client, [r.id for r in opened])
+    version = next(r.payload["version"] for r in opened if r.id == applied)
+    assert client.registries.retrieve(ref, "greeting", label="production").version == version
+
+
+def test_of_policy_changes_opened_from_one_version_exactly_one_applies(client, team, server):
+    policy = client.policies.create("no-secrets", "Never log secrets.")
+    client.settings.update(policy_approval_required=True)
+    dee, _ = team.member("dee", "author"), team.member("eve", "author")
+    opened = [
+        dee.change_requests.open(
+            "policy", {"policyId": policy.id, "ruleText": f"Never log secrets, rule {n}."}, f"Rule {n}"
+        )
+        for n in range(8)
+    ]
+    approve_at_once(server, team, "eve", [r.id for r in opened])
+    applied = one_applied(client, [r.id for r in opened])
+    now = client.policies.get(policy.id)
+    assert now.version == 2 and [v.version for v in now.versions] == [2, 1]
+    assert now.rule_text == next(r.payload["ruleText"] for r in opened if r.id == applied)
+
+
+def test_of_deployments_opened_from_one_state_exactly_one_applies(client, team, production, server):
+    ana, _ = team.member("ana", "operator"), team.member("bo", "operator")
+    payload = {"environmentId": production, "agentStableKeys": ["triage"]}
+    opened = [ana.change_requests.open("deployment", payload, f"Release {n}") for n in range(8)]
+    approve_at_once(server, team, "bo", [r.id for r in opened])
+    applied = one_applied(client, [r.id for r in opened])
+    assert jobs_of(client, production) == [client.change_requests.get(applied).result["jobId"]]
+
+
 def test_opened_and_decided_reach_a_subscribed_webhook(client, team, production, receiver):  # noqa: F811
     url = receiver.script("/changes", 200)
     channel = client.notifications.create_channel("reviews", "webhook", url=url)
@@ -399,3 +547,92 @@ def test_opened_and_decided_reach_a_subscribed_webhook(client, team, production,
     assert by_type["change_request.opened"]["requestedBy"] == "ana@example.com"
     assert by_type["change_request.decided"]["status"] == "rejected"
     assert by_type["change_request.decided"]["reviewedBy"] == ["bo@example.com"]
+
+
+# -- on record as the change itself ---------------------------------------------------------
+
+
+def applied_events(client: OrgdeckClient, change_request_id: str) -> list:
+    return [
+        event
+        for event in client.audit.list(limit=100).items
+        if event.change_request is not None and event.change_request.id == change_request_id
+    ]
+
+
+def test_an_approved_deployment_is_on_record_as_the_requesters_deploy(client, team, production):
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+    opened = ana.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["triage"]}, "Release"
+    )
+    applied = bo.change_requests.approve(opened.id, comment="Go")
+    job_id = applied.result["jobId"]
+    [event] = applied_events(client, opened.id)
+    assert event.action == "deploy"
+    assert (event.actor.key_id, event.actor.key_name) == (opened.requested_by.key_id, "ana-key")
+    assert (event.actor.member_id, event.actor.member_email) == (team.member_ids["ana"], "ana@example.com")
+    assert (event.target.type, event.target.id) == ("deployment_job", job_id)
+    assert event.changes["agentVersions"] == {"triage": 1}
+    assert [a.email for a in event.change_request.approved_by] == ["bo@example.com"]
+    assert event.change_request.requested_by.email == "ana@example.com"
+    approval = client.audit.list(action="approveChangeRequest").items[0]
+    assert approval.actor.member_email == "bo@example.com" and approval.request_id == event.request_id
+
+    named = {"id": opened.id, "email": "ana@example.com", "approvers": ["bo@example.com"]}
+    for job in (client.deployments.job(job_id), client.deployments.jobs(environment_id=production).items[0]):
+        reference = job.change_request
+        assert {
+            "id": reference.id,
+            "email": reference.requested_by.email,
+            "approvers": [a.email for a in reference.approved_by],
+        } == named
+    direct = client.deployments.deploy(client.environments.create("staging").id, ["triage"])
+    assert direct.change_request is None
+    assert client.deployments.jobs(limit=1).items[0].change_request is None
+
+
+def test_an_approved_label_move_is_on_record_as_the_requesters_move(client, team, org):
+    ref = f"{org.slug}/prompts"
+    client.registries.create("prompts")
+    client.registries.publish(ref, "greeting", "Hello", labels=["production"])
+    client.registries.publish(ref, "greeting", "Hi", labels=["staging"])
+    client.registries.update(ref, protected_labels=["production"])
+    dee, eve = team.member("dee", "author"), team.member("eve", "author")
+    move = {"registryRef": ref, "name": "greeting", "label": "production", "version": "2"}
+    opened = dee.change_requests.open("label", move, "Friendlier")
+    eve.change_requests.approve(opened.id)
+    [event] = applied_events(client, opened.id)
+    assert (event.action, event.actor.member_email) == ("moveLabel", "dee@example.com")
+    assert (event.target.type, event.target.name) == ("artifact_version", "greeting")
+    assert event.changes == {"label": "production", "name": "greeting", "registryRef": ref, "version": "2"}
+    assert [a.email for a in event.change_request.approved_by] == ["eve@example.com"]
+
+    [version] = [v for v in client.registries.versions(ref, "greeting").items if v.version == "2"]
+    assert version.labels == ["latest", "production", "staging"]
+    assert list(version.label_change_requests) == ["production"]
+    moved_by = version.label_change_requests["production"]
+    assert moved_by.id == opened.id and moved_by.requested_by.email == "dee@example.com"
+    assert [a.email for a in moved_by.approved_by] == ["eve@example.com"]
+    # Moved directly afterwards (unprotected), the label no longer names the request.
+    client.registries.update(ref, protected_labels=[])
+    moved = client.registries.move_label(ref, "greeting", "production", "1")
+    assert moved.label_change_requests == {}
+
+
+def test_approved_policy_changes_are_on_record_as_the_requesters_own(client, team):
+    client.settings.update(policy_approval_required=True)
+    dee, eve = team.member("dee", "author"), team.member("eve", "author")
+    created = dee.change_requests.open("policy", {"name": "no-secrets", "ruleText": "Never."}, "Baseline")
+    policy_id = eve.change_requests.approve(created.id).result["policyId"]
+    updated = dee.change_requests.open("policy", {"policyId": policy_id, "ruleText": "Never, ever."}, "Ever")
+    eve.change_requests.approve(updated.id)
+    versions = client.policies.get(policy_id).versions
+    assert [(v.version, v.change_request.id) for v in versions] == [(2, updated.id), (1, created.id)]
+    assert [a.email for a in versions[0].change_request.approved_by] == ["eve@example.com"]
+    removal = dee.change_requests.open("policy", {"policyId": policy_id, "delete": True}, "Superseded")
+    eve.change_requests.approve(removal.id)
+    for request, action in ((created, "createPolicy"), (updated, "updatePolicy"), (removal, "deletePolicy")):
+        [event] = applied_events(client, request.id)
+        assert (event.action, event.actor.member_email) == (action, "dee@example.com")
+        assert (event.target.type, event.target.id) == ("policy", policy_id)
+        assert [a.email for a in event.change_request.approved_by] == ["eve@example.com"]

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import Connection, MetaData, text
+from sqlalchemy.exc import DBAPIError
 
 from service.db import Database
 from service.migrate import alembic_config
@@ -165,3 +167,84 @@ def test_change_requests_downgrade_keeps_every_organizations_rows(tmp_path):
             assert tuple(org) == ("acme", 7)
         finally:
             db.dispose()
+
+
+def test_changes_on_record_upgrade_governs_deployment_requests_by_their_environment(tmp_path):
+    """0026 on a database holding change requests: a deployment request is governed by its payload's
+    environment from then on, others by none; down and up again adds its columns in place, so the
+    audit trail stays append-only, and leaves the schema the models describe."""
+    with scratch_database(tmp_path) as url:
+        db = Database(url)
+        config = alembic_config(db)
+        try:
+            command.upgrade(config, "heads")
+            command.downgrade(config, "0024_notification_log_day_counts")
+            with db.engine.begin() as connection:
+                _earlier_change_requests(connection)
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                governed = connection.execute(
+                    text("SELECT id, environment_id FROM change_requests ORDER BY id")
+                )
+                assert [tuple(row) for row in governed] == [("chg_1", "env_1"), ("chg_2", None)]
+            command.downgrade(config, "0024_notification_log_day_counts")
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                context = MigrationContext.configure(connection, opts={"compare_type": True})
+                assert compare_metadata(context, Base.metadata) == []
+                with pytest.raises(DBAPIError, match="append-only"):
+                    connection.execute(text("DELETE FROM audit_events"))
+        finally:
+            db.dispose()
+
+
+def _earlier_change_requests(connection: Connection) -> None:
+    """An organization, an environment, an audit event and two change requests, in 0024's schema."""
+    now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+    request = {
+        "org_id": "org_1",
+        "status": "open",
+        "reason": "Release",
+        "preview": {},
+        "required_approvals": 1,
+        "requested_by_key_id": "key_1",
+        "requested_by_key_name": "ci",
+        "created_at": now,
+    }
+    rows = {
+        "organizations": [{"id": "org_1", "slug": "acme", "name": "Acme", "created_at": now}],
+        "environments": [
+            {
+                "id": "env_1",
+                "org_id": "org_1",
+                "name": "production",
+                "description": "",
+                "target": "builtin",
+                "created_at": now,
+                "updated_at": now,
+            }
+        ],
+        "audit_events": [
+            {"id": "aud_1", "org_id": "org_1", "occurred_at": now, "action": "x", "changes": {}}
+        ],
+        "change_requests": [
+            request
+            | {
+                "id": "chg_1",
+                "kind": "deployment",
+                "target": "environment production",
+                "payload": {"environmentId": "env_1", "agentStableKeys": ["triage"]},
+            },
+            request
+            | {
+                "id": "chg_2",
+                "kind": "label",
+                "target": "label production of acme/prompts/greeting",
+                "payload": {"registryRef": "acme/prompts", "name": "greeting"},
+            },
+        ],
+    }
+    metadata = MetaData()
+    metadata.reflect(connection, only=list(rows))
+    for table, values in rows.items():
+        connection.execute(metadata.tables[table].insert(), values)

@@ -38,3 +38,5 @@ class AuditEventRow(Base):
     target_name: Mapped[str | None] = mapped_column(String(300))
     request_id: Mapped[str | None] = mapped_column(String(128))
     changes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
+    # A change applied by an approved change request: the request (its approvers are its reviews).
+    change_request_id: Mapped[str | None] = mapped_column(String(40))

@@ -5,6 +5,9 @@ if its session wrote anything, one event is added to that same session before th
 target (what the route returned: its type, id and name) and the fields the body set, secrets
 redacted. A request that fails writes nothing, its event included; a request that changed nothing
 (a list, a preview, a PATCH equal to what is stored) leaves none.
+
+A change applied by an approved change request is on record as its direct call would be (`record_applied`):
+the same action, target and fields, its requester the actor, naming the change request.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from sqlalchemy import event, insert
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
+from api.approvals import Requester
 from api.common import Request
 from service.audit.models import AuditEventRow
 from service.auth import Caller
@@ -36,24 +40,63 @@ def record(session: Session, caller: Caller, action: str, result: Any, arguments
     """Add the event for a request that wrote something (nothing otherwise)."""
     if not session.info.get(WROTE):
         return
+    actor = {
+        "actor_key_id": caller.key_id,
+        "actor_key_name": caller.key_name,
+        "actor_member_id": caller.member_id,
+        "actor_member_email": caller.member_email,
+    }
+    _append(session, caller.org_id, actor, action, result, _changes(arguments))
+
+
+def record_applied(
+    session: Session,
+    *,
+    org_id: str,
+    requester: Requester,
+    change_request_id: str,
+    action: str,
+    result: Any,
+    body: Request | None,
+) -> None:
+    """Add the event of a change an approved change request applied: `action` with `body`
+    answering `result`, as its direct call would have recorded it, with the requester as its actor."""
+    actor = {
+        "actor_key_id": requester.key_id,
+        "actor_key_name": requester.key_name,
+        "actor_member_id": requester.member_id,
+        "actor_member_email": requester.email,
+    }
+    changes = _redacted(body) if body is not None else {}
+    _append(session, org_id, actor, action, result, changes, change_request_id=change_request_id)
+
+
+def _append(
+    session: Session,
+    org_id: str,
+    actor: dict[str, str | None],
+    action: str,
+    result: Any,
+    changes: dict[str, Any],
+    *,
+    change_request_id: str | None = None,
+) -> None:
     target = _as_dict(result)
     # A plain INSERT on the session's connection: the unit of work would cost a write a third more.
     session.connection().execute(
         _APPEND,
         {
             "id": new_id("aud"),
-            "org_id": caller.org_id,
+            "org_id": org_id,
             "occurred_at": utcnow(),
-            "actor_key_id": caller.key_id,
-            "actor_key_name": caller.key_name,
-            "actor_member_id": caller.member_id,
-            "actor_member_email": caller.member_email,
+            **actor,
             "action": action,
             "target_type": _target_type(result),
             "target_id": _first(target, "id", "stableKey"),
             "target_name": _first(target, "name", "stableKey", "email", "label"),
             "request_id": current_request_id.get(),
-            "changes": _changes(arguments),
+            "changes": changes,
+            "change_request_id": change_request_id,
         },
     )
 

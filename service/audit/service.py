@@ -23,6 +23,7 @@ from api.audit import (
     AuditTarget,
 )
 from service.audit.models import AuditEventRow
+from service.changes.references import change_request_json
 from service.db import dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor, InvalidInput
 from service.ids import first_id_at, is_id
@@ -54,7 +55,8 @@ def list_events(session: Session, *, org_id: str, query: AuditQuery) -> AuditPag
 
 @functools.cache
 def _event_json(dialect: str) -> ColumnElement[str]:
-    """An event's AuditEvent JSON, made by the database."""
+    """An event's AuditEvent JSON, made by the database (with the change request that applied the
+    change, if one did)."""
     event = AuditEventRow
     actor = {name: getattr(event, f"actor_{name}") for name in AuditActor.model_fields}
     target = {name: getattr(event, f"target_{name}") for name in AuditTarget.model_fields}
@@ -67,6 +69,7 @@ def _event_json(dialect: str) -> ColumnElement[str]:
         actor=model_json(dialect, AuditActor, actor),
         target=model_json(dialect, AuditTarget, target),
         changes=changes,
+        change_request=change_request_json(dialect, event.change_request_id),
     )
     return json_text(dialect, made).label("event")
 

@@ -1,18 +1,23 @@
 """Applying an approved change exactly as previewed, or refusing it (`Moved`) when what it would
-replace moved since."""
+replace moved since.
+
+Each applier first locks what the change replaces (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
+writers already take turns), then checks it against the preview: of requests opened from one state
+and approved at once, the first applies and the others find the state moved.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.changes import (
-    PolicyUpdateChange,
-)
-from api.deployments import DeploymentRequest
-from api.governance import CreatePolicy
+from api.common import Request
+from api.deployments import DeploymentJob, DeploymentRequest
+from api.governance import CreatePolicy, Policy, PolicyWithVersions, UpdatePolicy
 from api.registries import MoveLabel
 from service.changes.models import ChangeRequestRow
 from service.changes.plans import deployed_state
@@ -28,17 +33,46 @@ class Moved(ServiceError):
     code = "conflict"
 
 
-def apply_deployment(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Applied:
+    """What applying produced (the request's `result`), and the direct call it made: its operation
+    id (`action`), its body and its answer, which the change's audit event records."""
+
+    result: dict[str, Any]
+    action: str
+    body: Request | None
+    answer: BaseModel
+
+
+def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
     request = DeploymentRequest.model_validate(row.payload)
-    environment, planned = deployments.plan_deployment(session, org_id=row.org_id, request=request)
+    environment = deployments.locked_environment(
+        session, org_id=row.org_id, environment_id=request.environment_id
+    )
+    # Jobs under way first: one that ends after this read has recorded what it deployed before the
+    # read of what runs there.
+    under_way = deployments.job_under_way(
+        session, org_id=row.org_id, environment_id=environment.id, stable_keys=request.agent_stable_keys
+    )
+    if under_way is not None:
+        raise Moved(
+            f"Job {under_way} is still deploying to environment '{environment.name}', so what runs "
+            "there is changing from what the request previewed"
+        )
+    _, planned = deployments.plan_deployment(session, org_id=row.org_id, request=request)
     deployed = {plan.agent.stable_key: deployed_state(plan.current) for plan in planned}
     if deployed != row.preview["before"]:
         raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
-    job = deployments.create_job(session, org_id=row.org_id, request=request, reviewed=True)
-    return {"jobId": job.id, "environmentId": environment.id}
+    job = deployments.create_job(session, org_id=row.org_id, request=request, change_request_id=row.id)
+    return Applied(
+        result={"jobId": job.id, "environmentId": environment.id},
+        action="deploy",
+        body=request,
+        answer=DeploymentJob.model_validate(job),
+    )
 
 
-def apply_label(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
+def apply_label(session: Session, row: ChangeRequestRow) -> Applied:
     request = MoveLabel.model_validate(row.payload)
     current, _ = registries.label_move(
         session,
@@ -47,38 +81,63 @@ def apply_label(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
         name=request.name,
         label=request.label,
         version=request.version,
+        lock=True,
     )
     before = row.preview["before"]
     if (current.version if current else None) != (before["version"] if before else None):
         raise Moved(f"Label '{request.label}' was moved since the request was opened")
-    registries.move_label(session, org_id=row.org_id, request=request, reviewed=True)
-    return {
-        "registryRef": request.registry_ref,
-        "name": request.name,
-        "label": request.label,
-        "version": request.version,
-    }
+    moved = registries.move_label(session, org_id=row.org_id, request=request, change_request_id=row.id)
+    return Applied(
+        result={
+            "registryRef": request.registry_ref,
+            "name": request.name,
+            "label": request.label,
+            "version": request.version,
+        },
+        action="moveLabel",
+        body=request,
+        answer=moved,
+    )
 
 
-def apply_policy(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
+def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
     action, payload = row.preview["action"], row.payload
     if action == "create":
+        created = CreatePolicy.model_validate(payload)
         policy = governance.create_policy(
-            session, org_id=row.org_id, request=CreatePolicy.model_validate(payload), reviewed=True
+            session, org_id=row.org_id, request=created, change_request_id=row.id
         )
-        return {"policyId": policy.id, "version": policy.version}
-    policy = governance.get_policy(session, org_id=row.org_id, policy_id=payload["policyId"])
+        return Applied(
+            result={"policyId": policy.id, "version": policy.version},
+            action="createPolicy",
+            body=created,
+            answer=PolicyWithVersions.model_validate(policy),
+        )
+    policy = governance.get_policy(session, org_id=row.org_id, policy_id=payload["policyId"], lock=True)
     if policy.version != row.preview["before"]["version"]:
         raise Moved(f"Policy '{policy.name}' changed since the request was opened")
     if action == "delete":
-        governance.delete_policy(session, org_id=row.org_id, policy_id=policy.id, reviewed=True)
-        return {"policyId": policy.id, "deleted": True}
-    change = PolicyUpdateChange.model_validate(payload)
-    governance.update_policy(session, org_id=row.org_id, policy_id=policy.id, request=change, reviewed=True)
-    return {"policyId": policy.id, "version": policy.version}
+        governance.delete_policy(session, org_id=row.org_id, policy_id=policy.id, change_request_id=row.id)
+        return Applied(
+            result={"policyId": policy.id, "deleted": True},
+            action="deletePolicy",
+            body=None,
+            answer=Policy.model_validate(policy),
+        )
+    # The direct call's body: the policy's id is in its path, not a field.
+    change = UpdatePolicy.model_validate({key: value for key, value in payload.items() if key != "policyId"})
+    governance.update_policy(
+        session, org_id=row.org_id, policy_id=policy.id, request=change, change_request_id=row.id
+    )
+    return Applied(
+        result={"policyId": policy.id, "version": policy.version},
+        action="updatePolicy",
+        body=change,
+        answer=PolicyWithVersions.model_validate(policy),
+    )
 
 
-APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], dict[str, Any]]] = {
+APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], Applied]] = {
     "deployment": apply_deployment,
     "label": apply_label,
     "policy": apply_policy,

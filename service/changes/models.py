@@ -15,7 +15,9 @@ class ChangeRequestRow(Base):
 
     `payload` is the direct call's body as it will be applied (a deployment's agent versions pinned
     when it was opened); `preview` is what it changes, with the state it replaces (`before`), which
-    must still hold when it is applied.
+    must still hold when it is applied. `environment_id` names the environment whose protection
+    governs it (its `requiredApprovals`, read whenever the request is shown or decided);
+    `required_approvals` is the count when it was opened, then when it was decided.
     """
 
     __tablename__ = "change_requests"
@@ -29,6 +31,7 @@ class ChangeRequestRow(Base):
     reason: Mapped[str] = mapped_column(String(2000))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     preview: Mapped[dict[str, Any]] = mapped_column(JSON)
+    environment_id: Mapped[str | None] = mapped_column(String(40))
     required_approvals: Mapped[int] = mapped_column(Integer)
     requested_by_key_id: Mapped[str] = mapped_column(String(40))
     requested_by_key_name: Mapped[str] = mapped_column(String(200))
@@ -45,7 +48,11 @@ class ChangeRequestRow(Base):
 
 
 class ChangeReviewRow(Base):
-    """One member's approval or rejection of a change request; a member reviews a request once."""
+    """One member's approval or rejection of a change request; a member reviews a request once.
+
+    `not_counted_because` says why an approval did not count when its request was decided (its
+    member deactivated, or no longer holding the change's role); null when it counted, and while
+    the request is open (then it is counted afresh whenever the request is shown or decided)."""
 
     __tablename__ = "change_reviews"
     __table_args__ = (
@@ -62,3 +69,4 @@ class ChangeReviewRow(Base):
     verdict: Mapped[str] = mapped_column(String(10))
     comment: Mapped[str] = mapped_column(String(2000), default="")
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    not_counted_because: Mapped[str | None] = mapped_column(String(500))

@@ -31,12 +31,13 @@ POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
 
 @dataclass(frozen=True)
 class Planned:
-    """A change as it will be applied (`payload`), what it changes (`preview`), and its rule."""
+    """A change as it will be applied (`payload`), what it changes (`preview`), and the environment
+    whose protection governs it (its requiredApprovals; without one, a change needs one approval)."""
 
     payload: dict[str, Any]
     preview: dict[str, Any]
     target: str
-    required_approvals: int = 1
+    environment_id: str | None = None
 
 
 def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
@@ -55,7 +56,7 @@ def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[
         payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),
         preview=preview,
         target=f"environment {environment.name}",
-        required_approvals=environment.required_approvals,
+        environment_id=environment.id,
     )
 
 

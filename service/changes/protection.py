@@ -1,5 +1,5 @@
 """The rules that send a direct call to review: each area's write checks them before changing
-anything, unless it is applying an approved change request (`reviewed=True`)."""
+anything, unless it is applying an approved change request (given its `change_request_id`)."""
 
 from __future__ import annotations
 

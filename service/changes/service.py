@@ -1,9 +1,11 @@
 """Change requests: a protected change opened with its preview, reviewed by other members, and
-applied by its last approval in that approval's transaction, exactly as previewed.
+applied by its last approval in that approval's transaction, exactly as previewed, and on record as
+its direct call would be (the requester its actor).
 
 A request stays `open` in its row until a review, a cancel or the worker decides it; one whose age
 passed the organization's TTL is `expired` from then on in every answer (read lazily: a read never
-writes) and can no longer be reviewed.
+writes) and can no longer be reviewed. While it is open, its approvals are counted against the
+rules and roles of the moment (service.changes.counting); deciding it keeps that count.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
+from api.approvals import Requester
 from api.changes import (
     CHANGE_ROLES,
     DEFAULT_TTL_DAYS,
@@ -22,12 +25,13 @@ from api.changes import (
     OpenChangeRequest,
     OrgSettings,
     OrgSettingsUpdate,
-    Requester,
     Review,
 )
 from api.members import role_at_least
+from service.audit.recording import record_applied
 from service.auth import Caller
 from service.changes.applying import APPLIERS
+from service.changes.counting import Standing, standings
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import PLANNERS
 from service.db import Database, utcnow
@@ -79,17 +83,19 @@ def open_change_request(
         reason=request.reason,
         payload=planned.payload,
         preview=planned.preview,
-        required_approvals=planned.required_approvals,
+        environment_id=planned.environment_id,
         requested_by_key_id=caller.key_id,
         requested_by_key_name=caller.key_name,
         requested_by_member_id=caller.member_id,
         requested_by_email=caller.member_email,
         reviews=[],
     )
+    standing = standings(session, [row])[row.id]
+    row.required_approvals = standing.required
     session.add(row)
     session.flush()
     record_event(session, org_id=org_id, type="change_request.opened", payload=_event_payload(row))
-    return _record(row, _ttl(session, org_id))
+    return _record(row, _ttl(session, org_id), standing)
 
 
 # -- reviewing ------------------------------------------------------------------------------
@@ -99,7 +105,8 @@ def review(
     session: Session, *, caller: Caller, org_id: str, change_request_id: str, verdict: str, comment: str
 ) -> ChangeRequest:
     """Approve or reject as a member holding the change's role who did not request it, once. The
-    last approval needed applies the change in this transaction (or ends the request `conflict`)."""
+    approval that brings the approvals counting now to the number the rules require now applies the
+    change in this transaction (or ends the request `conflict`)."""
     row, ttl = _open_for_update(session, org_id=org_id, change_request_id=change_request_id)
     _require_role(caller, row.kind, "Reviewing")
     if caller.member_id is None or caller.member_email is None:
@@ -121,11 +128,12 @@ def review(
         )
     )
     session.flush()
+    standing = standings(session, [row])[row.id]
     if verdict == "reject":
-        _decide(session, row, "rejected")
-    elif sum(review.verdict == "approve" for review in row.reviews) >= row.required_approvals:
-        _apply(session, row)
-    return _record(row, ttl)
+        _decide(session, row, "rejected", standing)
+    elif standing.approved(row):
+        _apply(session, row, standing)
+    return _record(row, ttl, standing)
 
 
 def cancel(session: Session, *, caller: Caller, org_id: str, change_request_id: str) -> ChangeRequest:
@@ -140,8 +148,9 @@ def cancel(session: Session, *, caller: Caller, org_id: str, change_request_id: 
         raise Forbidden(
             "Only the requester can cancel a change request; reject it instead", code="not_requester"
         )
-    _decide(session, row, "cancelled")
-    return _record(row, ttl)
+    standing = standings(session, [row])[row.id]
+    _decide(session, row, "cancelled", standing)
+    return _record(row, ttl, standing)
 
 
 def expire_change_requests(db: Database, _settings: Settings) -> bool:
@@ -152,8 +161,10 @@ def expire_change_requests(db: Database, _settings: Settings) -> bool:
         if not _overdue(session, lock=False):
             return False
     with db.session(write=True) as session:
-        for row in _overdue(session, lock=True):
-            _decide(session, row, "expired")
+        rows = _overdue(session, lock=True)
+        standing = standings(session, rows)
+        for row in rows:
+            _decide(session, row, "expired", standing[row.id])
     return False
 
 
@@ -192,21 +203,37 @@ def _open_for_update(
     return row, ttl
 
 
-def _apply(session: Session, row: ChangeRequestRow) -> None:
-    """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved."""
+def _apply(session: Session, row: ChangeRequestRow, standing: Standing) -> None:
+    """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved. The
+    change is on record as its direct call would be, its requester the actor, naming the request
+    (and so its approvers)."""
     try:
         with session.begin_nested():
-            row.result = APPLIERS[row.kind](session, row)
+            applied = APPLIERS[row.kind](session, row)
     except ServiceError as moved:
         row.conflict = moved.message
-        _decide(session, row, "conflict")
+        _decide(session, row, "conflict", standing)
         return
-    _decide(session, row, "applied")
+    row.result = applied.result
+    _decide(session, row, "applied", standing)
+    record_applied(
+        session,
+        org_id=row.org_id,
+        requester=_requester(row),
+        change_request_id=row.id,
+        action=applied.action,
+        result=applied.answer,
+        body=applied.body,
+    )
 
 
-def _decide(session: Session, row: ChangeRequestRow, status: str) -> None:
+def _decide(session: Session, row: ChangeRequestRow, status: str, standing: Standing) -> None:
+    """End the request, keeping how its approvals stood: its answers show them as they decided it."""
     row.status = status
     row.decided_at = utcnow()
+    row.required_approvals = standing.required
+    for review in row.reviews:
+        review.not_counted_because = standing.not_counted.get(review.id)
     session.flush()
     record_event(session, org_id=row.org_id, type="change_request.decided", payload=_event_payload(row))
 
@@ -224,7 +251,7 @@ def get_change_request(session: Session, *, org_id: str, change_request_id: str)
         raise NotFound(
             f"No change request '{change_request_id}' in this organization", field="changeRequestId"
         )
-    return _record(row, _ttl(session, org_id))
+    return _records(session, [row], _ttl(session, org_id))[0]
 
 
 def list_change_requests(
@@ -249,7 +276,7 @@ def list_change_requests(
         query = query.where(ChangeRequestRow.id < cursor)
     rows = list(session.scalars(query.order_by(ChangeRequestRow.id.desc()).limit(limit + 1)))
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
-    return [_record(row, ttl) for row in rows[:limit]], next_cursor
+    return _records(session, rows[:limit], ttl), next_cursor
 
 
 def _shown_as(statuses: Sequence[str], cutoff: datetime) -> Any:
@@ -268,8 +295,23 @@ def _status(row: ChangeRequestRow, ttl: timedelta) -> str:
     return "expired" if row.status == "open" and row.created_at + ttl <= utcnow() else row.status
 
 
-def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
-    reviews = [_review(review) for review in row.reviews]
+def _records(session: Session, rows: Sequence[ChangeRequestRow], ttl: timedelta) -> list[ChangeRequest]:
+    """The answers: an open request as it stands now, a decided one as it stood when decided."""
+    now = standings(session, [row for row in rows if row.status == "open"])
+    return [_record(row, ttl, now.get(row.id) or _standing_when_decided(row)) for row in rows]
+
+
+def _standing_when_decided(row: ChangeRequestRow) -> Standing:
+    return Standing(
+        required=row.required_approvals,
+        not_counted={
+            review.id: reason for review in row.reviews if (reason := review.not_counted_because) is not None
+        },
+    )
+
+
+def _record(row: ChangeRequestRow, ttl: timedelta, standing: Standing) -> ChangeRequest:
+    reviews = [_review(review, standing.not_counted.get(review.id)) for review in row.reviews]
     return ChangeRequest(
         id=row.id,
         kind=row.kind,
@@ -278,13 +320,8 @@ def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
         reason=row.reason,
         payload=row.payload,
         preview=row.preview,
-        requested_by=Requester(
-            key_id=row.requested_by_key_id,
-            key_name=row.requested_by_key_name,
-            member_id=row.requested_by_member_id,
-            email=row.requested_by_email,
-        ),
-        required_approvals=row.required_approvals,
+        requested_by=_requester(row),
+        required_approvals=standing.required,
         approvals=[review for review in reviews if review.verdict == "approve"],
         rejection=next((review for review in reviews if review.verdict == "reject"), None),
         result=row.result,
@@ -295,7 +332,7 @@ def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
     )
 
 
-def _review(row: ChangeReviewRow) -> Review:
+def _review(row: ChangeReviewRow, not_counted_because: str | None) -> Review:
     return Review(
         member_id=row.member_id,
         email=row.member_email,
@@ -303,6 +340,17 @@ def _review(row: ChangeReviewRow) -> Review:
         verdict=row.verdict,
         comment=row.comment,
         created_at=row.created_at,
+        counted=not_counted_because is None,
+        not_counted_because=not_counted_because,
+    )
+
+
+def _requester(row: ChangeRequestRow) -> Requester:
+    return Requester(
+        key_id=row.requested_by_key_id,
+        key_name=row.requested_by_key_name,
+        member_id=row.requested_by_member_id,
+        email=row.requested_by_email,
     )
 
 

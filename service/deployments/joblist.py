@@ -12,6 +12,7 @@ from sqlalchemy.orm import Session
 
 from api.common import Page
 from api.deployments import AgentResult, DeploymentJob
+from service.changes.references import change_request_json
 from service.db import dialect_name
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
 from service.errors import InvalidCursor, InvalidInput
@@ -82,7 +83,7 @@ def _jobs_statement(
 
 
 def _job_json(dialect: str) -> ColumnElement[str]:
-    """A job's DeploymentJob JSON, its agents by stable key."""
+    """A job's DeploymentJob JSON, its agents by stable key, naming the change request that started it."""
     job, result = DeploymentJobRow, DeploymentJobAgentRow
     if dialect == "postgresql":
         agent = model_json_of(dialect, AgentResult, result)
@@ -94,4 +95,11 @@ def _job_json(dialect: str) -> ColumnElement[str]:
         ordered = select(*listed).where(result.job_id == job.id).order_by(result.stable_key)
         rows = ordered.correlate(job).subquery()
         agents = select(func.json(func.json_group_array(model_json_of(dialect, AgentResult, rows.c))))
-    return json_text(dialect, model_json_of(dialect, DeploymentJob, job, agents=agents.scalar_subquery()))
+    made = model_json_of(
+        dialect,
+        DeploymentJob,
+        job,
+        agents=agents.scalar_subquery(),
+        change_request=change_request_json(dialect, job.change_request_id),
+    )
+    return json_text(dialect, made)

@@ -46,6 +46,8 @@ class DeploymentJobRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The approved change request that started it, if one did.
+    change_request_id: Mapped[str | None] = mapped_column(String(40))
 
     agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"

@@ -11,9 +11,18 @@ from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
-from api.deployments import JOB_STATUSES, AgentPreview, DeploymentRequest, FieldChange, PreviewWarning
+from api.deployments import (
+    FINISHED_JOB_STATUSES,
+    JOB_STATUSES,
+    AgentPreview,
+    DeploymentJob,
+    DeploymentRequest,
+    FieldChange,
+    PreviewWarning,
+)
 from service.agents.models import AgentRow, AgentVersionRow
 from service.changes.protection import require_review_of_deployment
+from service.changes.references import change_request_references
 from service.crypto import Cipher, reencrypt_column
 from service.db import utcnow
 from service.deployments.changes import diff_deployment
@@ -112,12 +121,12 @@ def agent_previews(planned: Sequence[PlannedAgent]) -> list[AgentPreview]:
 
 
 def create_job(
-    session: Session, *, org_id: str, request: DeploymentRequest, reviewed: bool = False
+    session: Session, *, org_id: str, request: DeploymentRequest, change_request_id: str | None = None
 ) -> DeploymentJobRow:
     """A pending job deploying the request's agents; a worker picks it up. A protected environment
-    takes it only from an approved change request (`reviewed`)."""
+    takes it only from an approved change request (`change_request_id`, which the job names)."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
-    if not reviewed:
+    if change_request_id is None:
         require_review_of_deployment(environment)
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
@@ -125,6 +134,7 @@ def create_job(
     job = DeploymentJobRow(
         org_id=org_id,
         environment_id=environment.id,
+        change_request_id=change_request_id,
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
@@ -169,6 +179,40 @@ def parse_statuses(
             field=field,
         )
     return statuses
+
+
+def locked_environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
+    """The environment, its row locked until the transaction ends: approved deployments to it take
+    turns, each seeing what the one before it started."""
+    return _environment(session, org_id=org_id, environment_id=environment_id, lock=True)
+
+
+def job_under_way(
+    session: Session, *, org_id: str, environment_id: str, stable_keys: Sequence[str]
+) -> str | None:
+    """A job not yet ended that deploys any of these agents to the environment, if there is one."""
+    job, agent = DeploymentJobRow, DeploymentJobAgentRow
+    unfinished = [status for status in JOB_STATUSES if status not in FINISHED_JOB_STATUSES]
+    return session.scalar(
+        select(job.id)
+        .join(agent, agent.job_id == job.id)
+        .where(
+            job.org_id == org_id,
+            job.environment_id == environment_id,
+            job.status.in_(unfinished),
+            agent.stable_key.in_(stable_keys),
+        )
+        .limit(1)
+    )
+
+
+def job_record(session: Session, job: DeploymentJobRow) -> DeploymentJob:
+    """A job as answers show it, naming the change request that started it, if one did."""
+    record = DeploymentJob.model_validate(job)
+    if job.change_request_id is None:
+        return record
+    references = change_request_references(session, [job.change_request_id])
+    return record.model_copy(update={"change_request": references[job.change_request_id]})
 
 
 def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJobRow:
@@ -221,10 +265,9 @@ def config_hash(config: dict[str, Any]) -> str:
     return hashlib.sha256(canonical_json(config).encode()).hexdigest()
 
 
-def _environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
-    environment = session.scalar(
-        select(EnvironmentRow).where(EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id)
-    )
+def _environment(session: Session, *, org_id: str, environment_id: str, lock: bool = False) -> EnvironmentRow:
+    query = select(EnvironmentRow).where(EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id)
+    environment = session.scalar(query.with_for_update() if lock else query)
     if environment is None:
         raise InvalidInput(
             f"environmentId '{environment_id}' names no environment of this organization",

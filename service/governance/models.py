@@ -52,3 +52,5 @@ class PolicyVersionRow(Base):
     severity: Mapped[str] = mapped_column(String(20))
     rule_text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The approved change request that made it, if one did.
+    change_request_id: Mapped[str | None] = mapped_column(String(40))

@@ -56,7 +56,7 @@ def generate_policy_prompt(
 def create_policy(body: CreatePolicy, caller: Author, session: DbSession) -> PolicyWithVersions:
     """Save a policy (typically a reviewed draft) as version 1."""
     policy = service.create_policy(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return PolicyWithVersions.model_validate(policy)
+    return service.policy_record(session, policy)
 
 
 @router.get("", response_model=Page[Policy])
@@ -92,7 +92,7 @@ def get_policy(
 ) -> PolicyWithVersions:
     """A policy with every version of its content, newest first."""
     policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
-    return PolicyWithVersions.model_validate(policy)
+    return service.policy_record(session, policy)
 
 
 @router.patch("/{policy_id}", response_model=PolicyWithVersions)
@@ -103,7 +103,7 @@ def update_policy(
     policy = service.update_policy(
         session, org_id=caller.org_id_for(body.org_slug), policy_id=policy_id, request=body
     )
-    return PolicyWithVersions.model_validate(policy)
+    return service.policy_record(session, policy)
 
 
 @router.delete("/{policy_id}", response_model=Policy)

@@ -14,10 +14,13 @@ from api.governance import (
     DraftingModel,
     GeneratePolicyPrompt,
     PolicyDraft,
+    PolicyVersion,
+    PolicyWithVersions,
     TokenUsage,
     UpdatePolicy,
 )
 from service.changes.protection import require_review_of_policies
+from service.changes.references import change_request_references
 from service.crypto import Cipher
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.governance.drafting import (
@@ -99,10 +102,11 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
 
 
 def create_policy(
-    session: Session, *, org_id: str, request: CreatePolicy, reviewed: bool = False
+    session: Session, *, org_id: str, request: CreatePolicy, change_request_id: str | None = None
 ) -> PolicyRow:
-    """Save a policy as version 1 (through a change request where the organization requires it)."""
-    if not reviewed:
+    """Save a policy as version 1 (through a change request where the organization requires it:
+    `change_request_id`, which the version names)."""
+    if change_request_id is None:
         require_review_of_policies(session, org_id=org_id)
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
@@ -116,7 +120,7 @@ def create_policy(
         drafted_with=request.drafted_with,
         version=1,
     )
-    policy.versions.append(_snapshot(policy))
+    policy.versions.append(_snapshot(policy, change_request_id))
     session.add(policy)
     session.flush()
     return policy
@@ -146,24 +150,46 @@ def list_policies(
     return list(session.scalars(query.limit(limit).offset(offset))), total
 
 
-def get_policy(session: Session, *, org_id: str, policy_id: str) -> PolicyRow:
-    """The organization's policy with its versions; another organization's is not found."""
-    policy = session.scalar(
+def get_policy(session: Session, *, org_id: str, policy_id: str, lock: bool = False) -> PolicyRow:
+    """The organization's policy with its versions; another organization's is not found. With
+    `lock`, its row is locked until the transaction ends, so changes to it take turns."""
+    query = (
         select(PolicyRow)
         .where(PolicyRow.id == policy_id, PolicyRow.org_id == org_id)
         .options(selectinload(PolicyRow.versions))
     )
+    policy = session.scalar(query.with_for_update(of=PolicyRow) if lock else query)
     if policy is None:
         raise NotFound(f"No policy '{policy_id}' in this organization", field="policyId")
     return policy
 
 
+def policy_record(session: Session, policy: PolicyRow) -> PolicyWithVersions:
+    """A policy with its versions, each naming the approved change request that made it, if one did."""
+    references = change_request_references(
+        session, [version.change_request_id for version in policy.versions]
+    )
+    versions = [
+        PolicyVersion.model_validate(version).model_copy(
+            update={"change_request": references.get(version.change_request_id)}
+        )
+        for version in policy.versions
+    ]
+    return PolicyWithVersions.model_validate(policy).model_copy(update={"versions": versions})
+
+
 def update_policy(
-    session: Session, *, org_id: str, policy_id: str, request: UpdatePolicy, reviewed: bool = False
+    session: Session,
+    *,
+    org_id: str,
+    policy_id: str,
+    request: UpdatePolicy,
+    change_request_id: str | None = None,
 ) -> PolicyRow:
-    """Apply the given fields; a change of content becomes a new version, the old one is kept."""
+    """Apply the given fields; a change of content becomes a new version (naming the approved
+    change request that made it, if one did), the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
-    if not reviewed:
+    if change_request_id is None:
         require_review_of_policies(session, org_id=org_id)
     changes = {
         field: getattr(request, field)
@@ -182,14 +208,16 @@ def update_policy(
     for field, value in changes.items():
         setattr(policy, field, value)
     policy.version += 1
-    policy.versions.insert(0, _snapshot(policy))
+    policy.versions.insert(0, _snapshot(policy, change_request_id))
     session.flush()
     return policy
 
 
-def delete_policy(session: Session, *, org_id: str, policy_id: str, reviewed: bool = False) -> PolicyRow:
+def delete_policy(
+    session: Session, *, org_id: str, policy_id: str, change_request_id: str | None = None
+) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
-    if not reviewed:
+    if change_request_id is None:
         require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
@@ -262,9 +290,11 @@ def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Set
     )
 
 
-def _snapshot(policy: PolicyRow) -> PolicyVersionRow:
+def _snapshot(policy: PolicyRow, change_request_id: str | None) -> PolicyVersionRow:
     return PolicyVersionRow(
-        version=policy.version, **{field: getattr(policy, field) for field in VERSIONED_FIELDS}
+        version=policy.version,
+        change_request_id=change_request_id,
+        **{field: getattr(policy, field) for field in VERSIONED_FIELDS},
     )
 
 

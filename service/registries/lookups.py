@@ -9,11 +9,16 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.approvals import ChangeRequestRef
 from api.registries import (
+    ArtifactVersion,
     Registry,
     registry_ref,
 )
+from service.changes.references import change_request_json
+from service.db import dialect_name
 from service.errors import NotFound, Unauthorized
+from service.jsonsql import json_text
 from service.orgs.models import OrganizationRow
 from service.registries.models import (
     RegistryArtifactLabelRow,
@@ -89,15 +94,25 @@ def find_version(session: Session, artifact: RegistryArtifactRow, version: str) 
     return row
 
 
-def labels_of_versions(session: Session, version_ids: list[str]) -> dict[str, list[str]]:
-    labels: dict[str, list[str]] = {version_id: [] for version_id in version_ids}
+def labels_of_versions(
+    session: Session, version_ids: list[str]
+) -> dict[str, dict[str, ChangeRequestRef | None]]:
+    """The labels on each version by name, each with the change request that moved it there (None
+    when it was moved directly)."""
+    labels: dict[str, dict[str, ChangeRequestRef | None]] = {version_id: {} for version_id in version_ids}
+    pointer = RegistryArtifactLabelRow
+    dialect = dialect_name(session)
     rows = session.execute(
-        select(RegistryArtifactLabelRow.version_id, RegistryArtifactLabelRow.label)
-        .where(RegistryArtifactLabelRow.version_id.in_(version_ids))
-        .order_by(RegistryArtifactLabelRow.label)
+        select(
+            pointer.version_id,
+            pointer.label,
+            json_text(dialect, change_request_json(dialect, pointer.change_request_id)),
+        )
+        .where(pointer.version_id.in_(version_ids))
+        .order_by(pointer.label)
     )
-    for version_id, label in rows:
-        labels[version_id].append(label)
+    for version_id, label, moved_by in rows:
+        labels[version_id][label] = ChangeRequestRef.model_validate_json(moved_by) if moved_by else None
     return labels
 
 
@@ -140,6 +155,17 @@ def version_fields(ref: str, name: str, row: RegistryArtifactVersionRow) -> dict
         "commit_message": row.commit_message,
         "created_at": row.created_at,
     }
+
+
+def version_record(
+    ref: str, name: str, row: RegistryArtifactVersionRow, labels: dict[str, ChangeRequestRef | None]
+) -> ArtifactVersion:
+    """A version as listings show it: with `labels` (labels_of_versions) and who moved them there."""
+    return ArtifactVersion(
+        **version_fields(ref, name, row),
+        labels=list(labels),
+        label_change_requests={label: moved_by for label, moved_by in labels.items() if moved_by is not None},
+    )
 
 
 def version_content(row: RegistryArtifactVersionRow) -> str | list[dict[str, str]]:

@@ -79,3 +79,5 @@ class RegistryArtifactLabelRow(Base):
     label: Mapped[str] = mapped_column(String(40), primary_key=True)
     version_id: Mapped[str] = mapped_column(ForeignKey("registry_artifact_versions.id", ondelete="CASCADE"))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The approved change request that made its last move, if one did.
+    change_request_id: Mapped[str | None] = mapped_column(String(40))

@@ -48,6 +48,7 @@ from service.registries.lookups import (
     split_ref,
     version_content,
     version_fields,
+    version_record,
 )
 from service.registries.models import (
     RegistryArtifactLabelRow,
@@ -204,7 +205,7 @@ def publish(session: Session, *, org_id: str, request: PublishArtifact) -> Publi
         **version_fields(ref, name, existing),
         content=version_content(existing),
         created=created,
-        labels=labels_of_versions(session, [existing.id])[existing.id],
+        labels=list(labels_of_versions(session, [existing.id])[existing.id]),
     )
 
 
@@ -257,28 +258,27 @@ def _add_version(
 
 
 def move_label(
-    session: Session, *, org_id: str, request: MoveLabel, reviewed: bool = False
+    session: Session, *, org_id: str, request: MoveLabel, change_request_id: str | None = None
 ) -> ArtifactVersion:
     """Point the label at the version of the artifact, taking it off any other version. A protected
-    label moves only by an approved change request (`reviewed`)."""
+    label moves only by an approved change request (`change_request_id`, which the label names)."""
     ref, name = request.registry_ref, request.name
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
-    if not reviewed:
+    if change_request_id is None:
         require_review_of_labels(registry, [request.label])
     artifact = find_artifact(session, registry, ref, name)
     row = find_version(session, artifact, request.version)
-    _point_label(session, artifact.id, request.label, row.id)
+    _point_label(session, artifact.id, request.label, row.id, change_request_id=change_request_id)
     session.flush()
-    return ArtifactVersion(
-        **version_fields(ref, name, row), labels=labels_of_versions(session, [row.id])[row.id]
-    )
+    return version_record(ref, name, row, labels_of_versions(session, [row.id])[row.id])
 
 
 def label_move(
-    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str
+    session: Session, *, org_id: str, ref: str, name: str, label: str, version: str, lock: bool = False
 ) -> tuple[RegistryArtifactVersionRow | None, RegistryArtifactVersionRow]:
-    """The version `label` points at now (None if nowhere) and the one it would point at."""
-    registry = owned_registry(session, org_id=org_id, ref=ref)
+    """The version `label` points at now (None if nowhere) and the one it would point at; with
+    `lock`, read once the registry is locked, so moves in its labels take turns."""
+    registry = owned_registry(session, org_id=org_id, ref=ref, lock=lock)
     artifact = find_artifact(session, registry, ref, name)
     target = find_version(session, artifact, version)
     pointer = session.get(RegistryArtifactLabelRow, (artifact.id, label))
@@ -304,13 +304,24 @@ def content_text(row: RegistryArtifactVersionRow) -> str:
     return "\n\n".join(f"[{m['role']}]\n{m['content']}" for m in json.loads(row.content))
 
 
-def _point_label(session: Session, artifact_id: str, label: str, version_id: str) -> None:
+def _point_label(
+    session: Session, artifact_id: str, label: str, version_id: str, *, change_request_id: str | None = None
+) -> None:
+    """Move the label, naming the change request that moved it (None: moved directly)."""
     row = session.get(RegistryArtifactLabelRow, (artifact_id, label))
     if row is None:
-        session.add(RegistryArtifactLabelRow(artifact_id=artifact_id, label=label, version_id=version_id))
+        session.add(
+            RegistryArtifactLabelRow(
+                artifact_id=artifact_id,
+                label=label,
+                version_id=version_id,
+                change_request_id=change_request_id,
+            )
+        )
     elif row.version_id != version_id:
         row.version_id = version_id
         row.updated_at = utcnow()
+        row.change_request_id = change_request_id
 
 
 # -- reading ------------------------------------------------------------------------------
@@ -377,7 +388,7 @@ def list_versions(
         )
     )
     labels = labels_of_versions(session, [row.id for row in rows])
-    items = [ArtifactVersion(**version_fields(ref, name, row), labels=labels[row.id]) for row in rows]
+    items = [version_record(ref, name, row, labels[row.id]) for row in rows]
     return Page[ArtifactVersion](items=items, limit=limit, offset=offset, total=artifact.version_count)
 
 
