@@ -27,6 +27,12 @@ def requester(request: ChangeRequest) -> str:
     return request.requested_by.email or f"key {request.requested_by.key_name}"
 
 
+def approvals_text(request: ChangeRequest) -> str:
+    """How many approvals count, of those the rules require now."""
+    counted = sum(approval.counted for approval in request.approvals)
+    return f"{counted} of {request.required_approvals} approval(s)"
+
+
 def deployment_preview(preview: dict[str, Any]) -> None:
     rows = []
     for agent in preview["agents"]:
@@ -94,7 +100,7 @@ def outcome(request: ChangeRequest) -> str:
         return f"Approved and applied **{plain(request.target)}**: {plain(result_text(request))}."
     if request.status == "conflict":
         return f"Approved, but **{plain(request.target)}** moved meanwhile: {plain(request.conflict or '')}"
-    return f"Approved ({len(request.approvals)} of {request.required_approvals})."
+    return f"Approved ({approvals_text(request)})."
 
 
 def result_text(request: ChangeRequest) -> str:
@@ -119,11 +125,14 @@ def open_tab(requests: list[ChangeRequest]) -> None:
         with st.expander(title, expanded=len(requests) == 1):
             st.markdown(
                 f"Asked by **{plain(requester(request))}** {ago(request.created_at)} · "
-                f"{len(request.approvals)} of {request.required_approvals} approval(s) · "
+                f"{approvals_text(request)} · "
                 f"expires {request.expires_at:%Y-%m-%d %H:%M} UTC"
             )
             for approval in request.approvals:
-                st.caption(f"Approved by {plain(approval.email)}: {plain(approval.comment)}")
+                uncounted = (
+                    "" if approval.counted else f" (not counted: {plain(approval.not_counted_because or '')})"
+                )
+                st.caption(f"Approved by {plain(approval.email)}: {plain(approval.comment)}{uncounted}")
             show_preview(request)
             review_form(request)
 

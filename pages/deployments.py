@@ -163,6 +163,13 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
         f"Created {ago(job.created_at)} · started {started} UTC · ran "
         f"{duration(job_duration(job), none='not yet')} · attempts {job.attempts}"
     )
+    if job.change_request is not None:
+        asked = job.change_request.requested_by
+        approvers = ", ".join(approver.email for approver in job.change_request.approved_by)
+        st.caption(
+            f"Change request `{job.change_request.id}`: asked by {plain(asked.email or asked.key_name)}, "
+            f"approved by {plain(approvers)}"
+        )
     results_table(job)
 
 

@@ -54,6 +54,29 @@ def test_a_member_approves_a_request_with_a_comment_and_it_moves_to_history(
     assert decided.approvals[0].comment == "Looks right"
 
 
+def test_an_approval_that_no_longer_counts_says_why(console, server, org, monkeypatch):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        versioned_agent(admin, "triage")
+        production = admin.environments.create("production")
+        admin.environments.update(production.id, protected=True, required_approvals=2)
+        ana, bo, cy = (member_key(admin, name, "operator") for name in ("ana", "bo", "cy"))
+    with OrgdeckClient(server.url, ana, org_slug=org.slug) as requester:
+        opened = requester.change_requests.open(
+            "deployment", {"environmentId": production.id, "agentStableKeys": ["triage"]}, "Release"
+        )
+    with OrgdeckClient(server.url, bo, org_slug=org.slug) as approver:
+        approver.change_requests.approve(opened.id, comment="Fine")
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        admin.members.update(next(m.id for m in admin.members.list().items if m.name == "Bo"), role="author")
+    monkeypatch.setenv("ORGDECK_API_KEY", cy)
+    app = console(PAGE)
+    assert "0 of 2 approval(s)" in texts(app)
+    assert (
+        "Approved by bo@example.com: Fine (not counted: bo@example.com is now author; a deployment "
+        "change needs operator)"
+    ) in texts(app)
+
+
 def test_a_rejection_shows_in_the_history(console, server, org, monkeypatch):
     with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
         admin.registries.create("prompts")

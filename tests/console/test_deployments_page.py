@@ -252,6 +252,27 @@ def test_jobs_filter_by_status_and_environment(console, server, org):
     assert list(app.dataframe[0].value["Environment"]) == ["staging"]
 
 
+def test_a_job_an_approved_request_started_names_who_asked_and_who_approved(console, server, org):
+    with org_client(server, org) as orgdeck:
+        versioned_agent(orgdeck, "alpha")
+        production = orgdeck.environments.create("production")
+        orgdeck.environments.update(production.id, protected=True)
+        keys = {
+            name: orgdeck.api_keys.create(
+                f"{name}-key", member_id=orgdeck.members.create(f"{name}@example.com", name, "operator").id
+            ).key
+            for name in ("ana", "bo")
+        }
+    with OrgdeckClient(server.url, keys["ana"], org_slug=org.slug) as ana:
+        opened = ana.change_requests.open(
+            "deployment", {"environmentId": production.id, "agentStableKeys": ["alpha"]}, "Release"
+        )
+    with OrgdeckClient(server.url, keys["bo"], org_slug=org.slug) as bo:
+        bo.change_requests.approve(opened.id)
+    app = open_tab(console(PAGE), "Jobs")
+    assert f"Change request `{opened.id}`: asked by ana@example.com, approved by bo@example.com" in texts(app)
+
+
 def test_a_revoked_key_is_explained_not_a_traceback(console, server, org):
     app = console(PAGE)
     with org_client(server, org) as orgdeck:
