@@ -6,8 +6,8 @@ target (what the route returned: its type, id and name) and the fields the body 
 redacted. A request that fails writes nothing, its event included; a request that changed nothing
 (a list, a preview, a PATCH equal to what is stored) leaves none.
 
-A change applied by an approved change request is on record as its direct call would be (`record_applied`):
-the same action, target and fields, its requester the actor, naming the change request.
+A change applied by an approved change request is on record as its direct call would be
+(`record_applied`): the same action, target and fields, its requester the actor, naming the request.
 """
 
 from __future__ import annotations
