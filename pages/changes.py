@@ -17,7 +17,12 @@ from components.formatting import ago
 from components.permissions import control
 
 DECIDED = ("applied", "rejected", "conflict", "expired", "cancelled")
-KIND_LABELS = {"deployment": "Deployment", "label": "Label move", "policy": "Policy"}
+KIND_LABELS = {
+    "deployment": "Deployment",
+    "label": "Label move",
+    "policy": "Policy",
+    "environment": "Environment",
+}
 
 connection = current()
 orgdeck = client()
@@ -45,9 +50,29 @@ def deployment_preview(preview: dict[str, Any]) -> None:
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
+def environment_preview(preview: dict[str, Any]) -> None:
+    """An environment change field by field (a secret's or a signing key's value is never in it)."""
+    rows = [
+        {
+            "Field": c["field"],
+            "Change": c["kind"],
+            "Before": str(c.get("before")),
+            "After": str(c.get("after")),
+        }
+        for c in preview["changes"]
+    ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if preview.get("carriedBy"):
+        st.caption(f"Carried by the protected environments {', '.join(preview['carriedBy'])}.")
+    for note in preview.get("notes", []):
+        st.caption(note)
+
+
 def show_preview(request: ChangeRequest) -> None:
     if request.kind == "deployment":
         deployment_preview(request.preview)
+    elif request.kind == "environment":
+        environment_preview(request.preview)
     elif request.preview.get("diff"):
         st.code(request.preview["diff"], language="diff")
     else:
@@ -99,6 +124,8 @@ def outcome(request: ChangeRequest) -> str:
 
 def result_text(request: ChangeRequest) -> str:
     result = request.result or {}
+    if request.kind == "environment" and result:
+        return "deleted" if result.get("deleted") else "applied"
     if "jobId" in result:
         return f"job {result['jobId']}"
     if "label" in result:
@@ -153,8 +180,9 @@ def history_tab(requests: list[ChangeRequest]) -> None:
 
 st.title("Changes")
 st.caption(
-    "Deployments to protected environments, moves of protected labels and, where required, policy "
-    "changes wait here for another member's approval; the last approval applies them as shown."
+    "Deployments to protected environments and changes to where they deploy and what they carry, "
+    "moves of protected labels and, where required, policy changes wait here for another member's "
+    "approval; the last approval applies them as shown."
 )
 show_notice()
 waiting = load(
