@@ -19,6 +19,7 @@ from api import OrgdeckClient
 from api.common import format_timestamp
 from api.errors import BadRequest, Forbidden
 from service.audit.models import AuditEventRow
+from service.changes.models import ChangeRequestRow
 from service.crypto import cipher_for
 from service.db import Database
 from service.environments.service import decrypt_secret_values
@@ -244,6 +245,11 @@ def recorded_events(db: Database) -> str:
     return json.dumps(events) + json.dumps(audited)
 
 
+def sealed(db: Database, change_request_id: str) -> str | None:
+    with db.session() as session:
+        return session.get_one(ChangeRequestRow, change_request_id).sealed
+
+
 def secret_values(db: Database, settings, org: Org, environment: str) -> dict[str, str]:
     with db.session() as session:
         found = get_org(session, slug=org.slug)
@@ -279,8 +285,10 @@ def test_a_secret_through_review_is_applied_and_its_value_never_shown(
     ]
     assert scoped.required_approvals == 2 and "value" not in scoped.payload
     assert bo.change_requests.approve(scoped.id).status == "open"
+    assert sealed(db, scoped.id) is not None  # encrypted, waiting
     applied = cy.change_requests.approve(scoped.id)
     assert applied.status == "applied" and applied.result["version"] == 2
+    assert sealed(db, scoped.id) is None  # installed, so no longer kept in the request
 
     # Org-wide: the protected environment carries it, so its rule (2 approvals) applies.
     shared = ana.change_requests.open(
