@@ -309,6 +309,9 @@ def test_a_secret_through_review_is_applied_and_its_value_never_shown(
         assert value not in seen
     assert not raw_database_contains(database_url, value)
 
+    # Shadowed by the environment's own, an organization-wide ZENDESK_TOKEN is free; deleting the
+    # environment's own makes the environment carry it, and the preview says so.
+    client.environments.secrets.set("ZENDESK_TOKEN", "org-wide-zendesk")
     removal = ana.change_requests.open(
         "environment",
         {"action": "deleteSecret", "secretId": secret_id(client, "ZENDESK_TOKEN", environment)},
@@ -317,9 +320,15 @@ def test_a_secret_through_review_is_applied_and_its_value_never_shown(
     assert removal.preview["changes"] == [
         {"field": "secrets.ZENDESK_TOKEN", "kind": "removed", "before": "version 2", "after": None}
     ]
+    assert removal.preview["notes"] == [
+        "The environment then carries the organization-wide ZENDESK_TOKEN (version 1)."
+    ]
     bo.change_requests.approve(removal.id)
     assert cy.change_requests.approve(removal.id).result["deleted"] is True
-    assert secret_values(db, settings, org, environment) == {"OPENAI_API_KEY": value}
+    assert secret_values(db, settings, org, environment) == {
+        "OPENAI_API_KEY": value,
+        "ZENDESK_TOKEN": "org-wide-zendesk",
+    }
 
 
 def test_a_rename_through_review_leaves_the_old_name_protected(client, team, target):

@@ -253,7 +253,19 @@ def _plan_delete_secret(session: Session, org_id: str, change: SecretDeleteChang
     field = FieldChange(field=f"secrets.{secret.name}", kind="removed", before=f"version {secret.version}")
     payload = _payload(change)
     before = environment_state(session, org_id=org_id, payload=payload)
-    return _secret_plan(session, org_id, secret.name, secret.environment_id, payload, field, before)
+    fallback = (
+        environments.find_secret(session, org_id=org_id, name=secret.name, environment_id=None)
+        if secret.environment_id is not None
+        else None
+    )
+    notes = (
+        [f"The environment then carries the organization-wide {secret.name} (version {fallback.version})."]
+        if fallback is not None
+        else []
+    )
+    return _secret_plan(
+        session, org_id, secret.name, secret.environment_id, payload, field, before, notes=notes
+    )
 
 
 def _environment_plan(
@@ -291,6 +303,8 @@ def _secret_plan(
     payload: dict[str, Any],
     field: FieldChange,
     before: dict[str, Any] | None,
+    *,
+    notes: list[str] | None = None,
 ) -> Planned:
     """A change to a secret: its name and scope, the protected environments that carry it (whose
     strictest rule it needs), and the version it replaces (`before`); never its value."""
@@ -309,6 +323,7 @@ def _secret_plan(
         },
         "changes": [field.model_dump(mode="json")],
         "carriedBy": [environment.name for environment in carriers],
+        "notes": notes or [],
         "before": before,
     }
     fallback = scope.required_approvals if scope else 1
