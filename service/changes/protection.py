@@ -100,20 +100,21 @@ def secret_carriers(
 def require_review_of_secret(
     session: Session, *, org_id: str, name: str, environment_id: str | None, action: str
 ) -> None:
+    """A secret's set or delete, when a protected environment carries it."""
     carriers = secret_carriers(session, org_id=org_id, name=name, environment_id=environment_id)
-    if not carriers:
-        return
     field = "secretId" if action == "deleteSecret" else "name" if environment_id is None else "environmentId"
     if environment_id is not None:
-        require_review_of_environment(carriers[0], action, field=field)
-    others = f" and {len(carriers) - 1} more" if len(carriers) > 1 else ""
-    raise ApprovalRequired(
-        rule=f"Organization-wide secret '{name}' is carried by protected environment "
-        f"'{carriers[0].name}'{others}, which has no secret of its own by that name",
-        kind="environment",
-        field=field,
-        payload=ENVIRONMENT_ACTIONS[action].payload,
-    )
+        for own in carriers:  # its environment, when protected
+            require_review_of_environment(own, action, field=field)
+    elif carriers:
+        others = f" and {len(carriers) - 1} more" if len(carriers) > 1 else ""
+        raise ApprovalRequired(
+            rule=f"Organization-wide secret '{name}' is carried by protected environment "
+            f"'{carriers[0].name}'{others}, which has no secret of its own by that name",
+            kind="environment",
+            field=field,
+            payload=ENVIRONMENT_ACTIONS[action].payload,
+        )
 
 
 def _approvals(environment: EnvironmentRow) -> str:
