@@ -18,8 +18,9 @@ orgdeck = client()
 
 st.title("Changes")
 st.caption(
-    "Deployments to protected environments, moves of protected labels and, where required, policy "
-    "changes wait here for another member's approval; the last approval applies them as shown."
+    "Deployments to protected environments and changes to where they deploy and what they carry, "
+    "moves of protected labels and, where required, policy changes wait here for another member's "
+    "approval; the last approval applies them as shown."
 )
 show_notice()
 waiting = load(

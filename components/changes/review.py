@@ -17,27 +17,42 @@ from components.formatting import ago
 from components.permissions import control
 
 
+def change_row(change: dict[str, Any]) -> dict[str, str]:
+    """One field's change as a row of a preview's table."""
+    return {
+        "Field": change["field"],
+        "Change": change["kind"],
+        "Before": str(change.get("before")),
+        "After": str(change.get("after")),
+    }
+
+
 def deployment_preview(preview: dict[str, Any]) -> None:
     rows = []
     for agent in preview["agents"]:
         before = f"v{agent['currentVersion']}" if agent["currentVersion"] else "not deployed"
         base = {"Agent": agent["stableKey"], "Version": f"{before} → v{agent['targetVersion']}"}
-        rows += [
-            base
-            | {
-                "Field": c["field"],
-                "Change": c["kind"],
-                "Before": str(c.get("before")),
-                "After": str(c.get("after")),
-            }
-            for c in agent["changes"]
-        ] or [base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""}]
+        rows += [base | change_row(c) for c in agent["changes"]] or [
+            base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""}
+        ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def environment_preview(preview: dict[str, Any]) -> None:
+    """An environment change field by field (a secret's or a signing key's value is never in it)."""
+    rows = [change_row(c) for c in preview["changes"]]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if preview.get("carriedBy"):
+        st.caption(f"Carried by the protected environments {', '.join(preview['carriedBy'])}.")
+    for note in preview.get("notes", []):
+        st.caption(note)
 
 
 def show_preview(request: ChangeRequest) -> None:
     if request.kind == "deployment":
         deployment_preview(request.preview)
+    elif request.kind == "environment":
+        environment_preview(request.preview)
     elif request.preview.get("diff"):
         st.code(request.preview["diff"], language="diff")
     else:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from api.changes import ChangeRequest
 
-KIND_LABELS = {"deployment": "Deployment", "label": "Label move", "policy": "Policy"}
+KIND_LABELS = {
+    "deployment": "Deployment",
+    "label": "Label move",
+    "policy": "Policy",
+    "environment": "Environment",
+}
 
 
 def requester(request: ChangeRequest) -> str:
@@ -13,6 +18,8 @@ def requester(request: ChangeRequest) -> str:
 
 def result_text(request: ChangeRequest) -> str:
     result = request.result or {}
+    if request.kind == "environment" and result:
+        return "deleted" if result.get("deleted") else "applied"
     if "jobId" in result:
         return f"job {result['jobId']}"
     if "label" in result:

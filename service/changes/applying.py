@@ -14,6 +14,7 @@ from api.changes import (
 from api.deployments import DeploymentRequest
 from api.governance import CreatePolicy
 from api.registries import MoveLabel
+from service.changes.environments import ENVIRONMENT_APPLIERS, environment_state
 from service.changes.models import ChangeRequestRow
 from service.changes.plans import deployed_state
 from service.deployments import service as deployments
@@ -78,8 +79,15 @@ def apply_policy(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
     return {"policyId": policy.id, "version": policy.version}
 
 
+def apply_environment(session: Session, row: ChangeRequestRow) -> dict[str, Any]:
+    if environment_state(session, org_id=row.org_id, payload=row.payload) != row.preview["before"]:
+        raise Moved(f"The {row.target} changed since the request was opened")
+    return ENVIRONMENT_APPLIERS[row.payload["action"]](session, row)
+
+
 APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], dict[str, Any]]] = {
     "deployment": apply_deployment,
     "label": apply_label,
     "policy": apply_policy,
+    "environment": apply_environment,
 }

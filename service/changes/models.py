@@ -15,7 +15,9 @@ class ChangeRequestRow(Base):
 
     `payload` is the direct call's body as it will be applied (a deployment's agent versions pinned
     when it was opened); `preview` is what it changes, with the state it replaces (`before`), which
-    must still hold when it is applied.
+    must still hold when it is applied. `sealed` is a secret the change carries (a secret's value, a
+    new signing key), encrypted as stored secrets are (service.crypto): installed as it is when the
+    change is applied, dropped when the request is decided, in no answer.
     """
 
     __tablename__ = "change_requests"
@@ -29,6 +31,7 @@ class ChangeRequestRow(Base):
     reason: Mapped[str] = mapped_column(String(2000))
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     preview: Mapped[dict[str, Any]] = mapped_column(JSON)
+    sealed: Mapped[str | None] = mapped_column(Text)
     required_approvals: Mapped[int] = mapped_column(Integer)
     requested_by_key_id: Mapped[str] = mapped_column(String(40))
     requested_by_key_name: Mapped[str] = mapped_column(String(200))

@@ -19,6 +19,7 @@ from api.changes import (
     CHANGE_ROLES,
     DEFAULT_TTL_DAYS,
     ChangeRequest,
+    CreatedChangeRequest,
     OpenChangeRequest,
     OrgSettings,
     OrgSettingsUpdate,
@@ -30,6 +31,7 @@ from service.auth import Caller
 from service.changes.applying import APPLIERS
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import PLANNERS
+from service.crypto import Cipher, reencrypt_column
 from service.db import Database, utcnow
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
@@ -66,9 +68,10 @@ def _ttl(session: Session, org_id: str) -> timedelta:
 
 
 def open_change_request(
-    session: Session, *, caller: Caller, org_id: str, request: OpenChangeRequest
-) -> ChangeRequest:
-    """Check the change as its direct call would, pin it and preview it; nothing is applied."""
+    session: Session, *, caller: Caller, cipher: Cipher, org_id: str, request: OpenChangeRequest
+) -> CreatedChangeRequest:
+    """Check the change as its direct call would, pin it and preview it; nothing is applied. A secret
+    it carries is sealed in the request with `cipher`; a new signing key is answered here, once."""
     _require_role(caller, request.kind, "Opening")
     planned = PLANNERS[request.kind](session, org_id, request.org_slug, request.payload)
     row = ChangeRequestRow(
@@ -79,6 +82,7 @@ def open_change_request(
         reason=request.reason,
         payload=planned.payload,
         preview=planned.preview,
+        sealed=cipher.encrypt(planned.secret) if planned.secret is not None else None,
         required_approvals=planned.required_approvals,
         requested_by_key_id=caller.key_id,
         requested_by_key_name=caller.key_name,
@@ -89,7 +93,15 @@ def open_change_request(
     session.add(row)
     session.flush()
     record_event(session, org_id=org_id, type="change_request.opened", payload=_event_payload(row))
-    return _record(row, _ttl(session, org_id))
+    return CreatedChangeRequest(
+        **dict(_record(row, _ttl(session, org_id))),
+        signing_key=planned.secret if planned.shown_once else None,
+    )
+
+
+def rotate_sealed(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt the secrets that undecided change requests carry under the first configured key."""
+    return reencrypt_column(session, cipher=cipher, column=ChangeRequestRow.sealed)
 
 
 # -- reviewing ------------------------------------------------------------------------------
@@ -207,6 +219,7 @@ def _apply(session: Session, row: ChangeRequestRow) -> None:
 def _decide(session: Session, row: ChangeRequestRow, status: str) -> None:
     row.status = status
     row.decided_at = utcnow()
+    row.sealed = None  # applied, it lives where it was installed; otherwise nowhere
     session.flush()
     record_event(session, org_id=row.org_id, type="change_request.decided", payload=_event_payload(row))
 

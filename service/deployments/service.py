@@ -13,7 +13,7 @@ from sqlalchemy.orm import Session
 from api.agents import canonical_json
 from api.deployments import JOB_STATUSES, AgentPreview, DeploymentRequest, FieldChange, PreviewWarning
 from service.agents.models import AgentRow, AgentVersionRow
-from service.changes.protection import require_review_of_deployment
+from service.changes.protection import require_review_of_deployment, require_review_of_environment
 from service.crypto import Cipher, reencrypt_column
 from service.db import utcnow
 from service.deployments.changes import diff_deployment
@@ -185,16 +185,29 @@ def create_signing_key(
     session: Session, *, cipher: Cipher, org_id: str, environment_id: str
 ) -> tuple[DeploymentSigningKeyRow, str]:
     """A new signing key for the environment's webhook target (replacing any), and its value."""
-    environment = _environment(session, org_id=org_id, environment_id=environment_id)
     value = new_secret()
+    key = install_signing_key(
+        session, org_id=org_id, environment_id=environment_id, ciphertext=cipher.encrypt(value)
+    )
+    return key, value
+
+
+def install_signing_key(
+    session: Session, *, org_id: str, environment_id: str, ciphertext: str, reviewed: bool = False
+) -> DeploymentSigningKeyRow:
+    """Make a key already encrypted (a change request carries it so) the environment's signing key,
+    replacing any; a protected environment's only by an approved change request (`reviewed`)."""
+    environment = _environment(session, org_id=org_id, environment_id=environment_id)
+    if not reviewed:
+        require_review_of_environment(environment, "signingKey", field="environmentId")
     key = session.get(DeploymentSigningKeyRow, environment.id)
     if key is None:
         key = DeploymentSigningKeyRow(environment_id=environment.id, org_id=org_id, ciphertext="")
         session.add(key)
-    key.ciphertext = cipher.encrypt(value)
+    key.ciphertext = ciphertext
     key.created_at = utcnow()  # a replaced key is a new key
     session.flush()
-    return key, value
+    return key
 
 
 def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
