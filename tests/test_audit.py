@@ -228,6 +228,82 @@ def test_events_hold_no_secret_and_name_what_was_set(walk, database_url):
     assert SECRET not in str([e.model_dump() for e in walk.events()])
 
 
+def test_a_write_that_changes_nothing_leaves_no_event(walk):
+    """Every PATCH and PUT, and the writes like them (subscribing again, re-sending a tool's record,
+    moving a label where it is), sent with what is stored: nothing changes, so no event."""
+    c = walk.client
+    member = c.members.create("dev@example.com", "Dev", "author")
+    environment = c.environments.create("staging", description="Stage")
+    fleet = c.fleets.create("core", description="Core", environment_ids=[environment.id])
+    c.agents.create(
+        "triage", "openai", tags=["b", "a"], provider_config={"model": "m", "apiKey": "sk-" + SECRET}
+    )
+    c.agents.update("triage", fleet_id=fleet.id)
+    tool = c.tools.create("search", "search-v1", description="Finds")
+    record = {
+        "tool_name": "search",
+        "tool_key": "search-v1",
+        "environment": "staging",
+        "provider": "mcp",
+        "tool_id": tool.id,
+        "version": "1",
+        "hash": "h1",
+        "tool_provider_config": {"timeoutSeconds": 20},
+    }
+    c.tool_deployments.record(**record)
+    provider = c.providers.create("team", "openai", api_key="sk-" + SECRET)
+    hook = c.notifications.create_channel("hook", "webhook", url="https://hooks.example.com/h")
+    slack = c.notifications.create_channel(
+        "slack", "slack", url=f"https://hooks.slack.com/services/T/B/{SECRET}"
+    )
+    c.notifications.subscribe(hook.id, "deployment.error")
+    policy = c.policies.create("no-secrets", "Never log secrets.")
+    ref = c.registries.create("prompts").registry_ref
+    c.registries.publish(ref, "greeting", "Hello {{name}}", labels=["production"])
+    c.deployments.update_settings(stale_after_days=3)
+    c.settings.update(change_request_ttl_days=14)
+    agent = c.agents.get("triage")
+    unchanged: dict[str, Callable[[], Any]] = {
+        "updateMember": lambda: c.members.update(member.id, name="Dev", role="author"),
+        "updateAgent": lambda: c.agents.update(
+            "triage",
+            name=agent.name,
+            tags=["a", "b"],
+            provider=agent.provider,
+            provider_config=agent.provider_config,
+            prompt_references={},
+            fleet_id=fleet.id,
+        ),
+        "updateEnvironment": lambda: c.environments.update(
+            environment.id, name="staging", description="Stage"
+        ),
+        "updateFleet": lambda: c.fleets.update(
+            fleet.id, name="core", description="Core", environment_ids=[environment.id]
+        ),
+        "updateTool": lambda: c.tools.update(tool.id, name="search", description="Finds"),
+        "recordToolDeployment": lambda: c.tool_deployments.record(**record),
+        "updateProvider": lambda: c.providers.update(provider.id, name="team", api_key="sk-" + SECRET),
+        "updateChannel (webhook)": lambda: c.notifications.update_channel(
+            hook.id, name="hook", enabled=True, url="https://hooks.example.com/h"
+        ),
+        "updateChannel (slack)": lambda: c.notifications.update_channel(
+            slack.id, url=f"https://hooks.slack.com/services/T/B/{SECRET}"
+        ),
+        "subscribe": lambda: c.notifications.subscribe(hook.id, "deployment.error"),
+        "updatePolicy": lambda: c.policies.update(policy.id, rule_text="Never log secrets."),
+        "updateRegistry": lambda: c.registries.update(ref, protected_labels=[]),
+        "restoreRegistry": lambda: c.registries.restore(ref),
+        "publishArtifact": lambda: c.registries.publish(ref, "greeting", "Hello {{name}}"),
+        "moveLabel": lambda: c.registries.move_label(ref, "greeting", "production", "1"),
+        "updateDeploymentSettings": lambda: c.deployments.update_settings(stale_after_days=3),
+        "updateSettings": lambda: c.settings.update(change_request_ttl_days=14),
+    }
+    for write, call in unchanged.items():
+        before = walk.events()
+        call()
+        assert [event.action for event in walk.events() if event not in before] == [], write
+
+
 def test_a_failed_request_and_a_read_leave_no_event(walk, db):
     before = count_rows(db, "audit_events")
     c = walk.client

@@ -98,8 +98,10 @@ def update_agent(session: Session, *, org_id: str, stable_key: str, request: Upd
     for field in DRAFT_FIELDS:
         if field in changes:
             setattr(agent, field, changes[field])
-    # Tag rows live in another table; the agent itself still counts as updated.
-    agent.updated_at = utcnow()
+    # Tag rows live in another table, yet a change of them updates the agent; a draft set to what it
+    # was updates nothing.
+    if session.is_modified(agent):
+        agent.updated_at = utcnow()
     session.flush()
     refresh_agent(session, agent_id=agent.id)
     return agent

@@ -61,10 +61,12 @@ def record(session: Session, caller: Caller, action: str, result: Any, arguments
 _APPEND = insert(AuditEventRow)
 
 
-# A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE.
+# A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE. An object set to
+# the values it had is dirty without a change (the flush writes nothing for it), so only a net
+# change of one counts; the flush has not yet reset what each attribute held when this runs.
 @event.listens_for(Session, "after_flush")
 def _flushed(session: Session, _context: Any) -> None:
-    if session.new or session.dirty or session.deleted:
+    if session.new or session.deleted or any(session.is_modified(row) for row in session.dirty):
         session.info[WROTE] = True
 
 
