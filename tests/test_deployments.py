@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -40,6 +40,8 @@ class WebhookTarget:
     def __init__(self) -> None:
         self.key = ""
         self.failing: set[str] = set()
+        # Why a failing agent failed, in the target's words: given the agent as it was sent.
+        self.explain: Callable[[dict[str, Any]], str] = lambda _agent: "refused by the target"
         self.status = 200
         self.delay = 0.0  # seconds before answering, for a slow target
         self.manifests: list[dict[str, Any]] = []
@@ -58,7 +60,7 @@ class WebhookTarget:
                 target.manifests.append(manifest)
                 time.sleep(target.delay)
                 results = [
-                    {"stableKey": a["stableKey"], "status": "error", "error": "refused by the target"}
+                    {"stableKey": a["stableKey"], "status": "error", "error": target.explain(a)}
                     if a["stableKey"] in target.failing
                     else {"stableKey": a["stableKey"], "status": "complete"}
                     for a in manifest["agents"]
@@ -386,6 +388,31 @@ def test_webhook_results_decide_partial_and_error_with_agent_error_events(client
     assert failed.status == "error"
     kinds = Counter(kind for kind, _ in events_of(db, client.org_slug, failed.id))
     assert kinds == Counter({"deployment.error": 1, "agent.error": 2})
+
+
+def test_an_error_quoting_what_the_target_was_sent_shows_none_of_its_credentials(client, db, target):
+    """The manifest carries the real values; the job's errors and events, read by every viewer,
+    carry none of them, however the target quotes them."""
+    environment = webhook_environment(client, target)
+    token = f"tok-{uuid.uuid4().hex}"
+    client.environments.secrets.set("TENANT_TOKEN", token, environment_id=environment)
+    versioned_agent(
+        client, "alpha", apiKey=SECRET_VALUE, endpoint="https://llm.example.com/${secret:TENANT_TOKEN}"
+    )
+    target.failing = {"alpha"}
+    target.explain = lambda agent: (
+        f"key {agent['config']['providerConfig']['apiKey']} refused at "
+        f"{agent['config']['providerConfig']['endpoint']}; sent {json.dumps(agent['config'])}"
+    )
+
+    job = wait_for_end(client, client.deployments.deploy(environment, ["alpha"]).id)
+
+    sent = target.manifests[0]["agents"][0]["config"]["providerConfig"]
+    assert (sent["apiKey"], sent["endpoint"]) == (SECRET_VALUE, f"https://llm.example.com/{token}")
+    (result,) = job.agents
+    assert result.error is not None and result.error.startswith("key [redacted] refused at")
+    shown = job.model_dump_json() + json.dumps(events_of(db, client.org_slug, job.id))
+    assert SECRET_VALUE not in shown and token not in shown
 
 
 def test_a_target_answering_an_error_or_a_bad_signature_key_fails_every_agent(client, target):

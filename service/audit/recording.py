@@ -24,12 +24,13 @@ from service.auth import Caller
 from service.db import utcnow
 from service.ids import new_id
 from service.logredact import redact_urls
+from service.redaction import REDACTED, shown
 from service.requestid import current_request_id
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-REDACTED = "[redacted]"
 WROTE = "orgdeck_wrote"
 _WRAPPERS = re.compile(r"^(Created|Published)|(Detail|WithVersions)$")
+_NAMES = ("name", "stable_key", "email", "label")
 
 
 def record(session: Session, caller: Caller, action: str, result: Any, arguments: dict[str, Any]) -> None:
@@ -89,7 +90,10 @@ def _redacted(body: Request) -> dict[str, Any]:
     set_fields = body.model_fields_set - {"org_slug"}
     secret = {fields[name].alias or name for name in set_fields if fields[name].repr is False}
     dumped = body.model_dump(mode="json", by_alias=True, include=set_fields)
-    return {key: REDACTED if key in secret else _without_urls(value) for key, value in sorted(dumped.items())}
+    return {
+        key: REDACTED if key in secret else _without_urls(shown(key, value))
+        for key, value in sorted(dumped.items())
+    }
 
 
 def _without_urls(value: Any) -> Any:

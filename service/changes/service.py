@@ -35,6 +35,7 @@ from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidIn
 from service.events.service import record_event
 from service.ids import is_id
 from service.orgs.models import OrganizationRow
+from service.redaction import redacted
 from service.settings import Settings
 
 # -- settings -------------------------------------------------------------------------------
@@ -269,6 +270,8 @@ def _status(row: ChangeRequestRow, ttl: timedelta) -> str:
 
 
 def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
+    """The request as readers see it: the stored payload keeps its credentials, to be applied as
+    sent; what is shown of it has them redacted."""
     reviews = [_review(review) for review in row.reviews]
     return ChangeRequest(
         id=row.id,
@@ -276,8 +279,8 @@ def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
         status=_status(row, ttl),
         target=row.target,
         reason=row.reason,
-        payload=row.payload,
-        preview=row.preview,
+        payload=redacted(row.payload),
+        preview=redacted(row.preview),
         requested_by=Requester(
             key_id=row.requested_by_key_id,
             key_name=row.requested_by_key_name,

@@ -27,6 +27,7 @@ from service.deployments.models import (
 from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
+from service.redaction import restored
 from service.tools.models import ToolRow
 from service.webhooks import new_secret
 
@@ -205,8 +206,12 @@ def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
 
 
 def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dict[str, Any]:
-    """What an agent version runs with once the request's overrides are applied."""
-    provider_config = {**snapshot["providerConfig"], **(request.agent_provider_config or {})}
+    """What an agent version runs with once the request's overrides are applied (a credential sent
+    as its placeholder keeps the version's value)."""
+    overrides = restored(
+        request.agent_provider_config or {}, snapshot["providerConfig"], field="agentProviderConfig"
+    )
+    provider_config = {**snapshot["providerConfig"], **overrides}
     pins = {request.prompt_name: request.version} if request.prompt_name and request.version else {}
     return {
         "name": snapshot["name"],
