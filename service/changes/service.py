@@ -37,6 +37,7 @@ from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidIn
 from service.events.service import record_event
 from service.ids import is_id
 from service.orgs.models import OrganizationRow
+from service.redaction import redacted
 from service.settings import Settings
 
 # -- settings -------------------------------------------------------------------------------
@@ -282,6 +283,10 @@ def _status(row: ChangeRequestRow, ttl: timedelta) -> str:
 
 
 def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
+    """The request as readers see it: the stored payload keeps its credentials, to be applied as
+    sent; what is shown of it has them redacted. A preview is the service's own record, its changes
+    redacted when planned; only the state it pinned (`before`, e.g. a tool record's config) is
+    free-form."""
     reviews = [_review(review) for review in row.reviews]
     return ChangeRequest(
         id=row.id,
@@ -289,8 +294,8 @@ def _record(row: ChangeRequestRow, ttl: timedelta) -> ChangeRequest:
         status=_status(row, ttl),
         target=row.target,
         reason=row.reason,
-        payload=row.payload,
-        preview=row.preview,
+        payload=redacted(row.payload),
+        preview=row.preview | {"before": redacted(row.preview.get("before"))},
         requested_by=Requester(
             key_id=row.requested_by_key_id,
             key_name=row.requested_by_key_name,

@@ -15,6 +15,7 @@ from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.patches import patched_fields
+from service.redaction import restored
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 
@@ -24,7 +25,7 @@ def create_tool(session: Session, *, org_id: str, request: CreateTool) -> ToolRo
         name=request.name,
         tool_key=request.tool_key,
         description=request.description,
-        input_schema=request.input_schema,
+        input_schema=restored(request.input_schema, {}, field="inputSchema"),
     )
     if not insert_unless_taken(session, tool):
         raise AlreadyExists(
@@ -49,8 +50,12 @@ def get_tool(session: Session, *, org_id: str, tool_id: str) -> ToolRow:
 
 
 def update_tool(session: Session, *, org_id: str, tool_id: str, request: UpdateTool) -> ToolRow:
+    """Apply the fields the request sets; a credential sent back as its placeholder keeps its value."""
     tool = get_tool(session, org_id=org_id, tool_id=tool_id)
-    for field, value in patched_fields(request).items():
+    changes = patched_fields(request)
+    if "input_schema" in changes:
+        changes["input_schema"] = restored(changes["input_schema"], tool.input_schema, field="inputSchema")
+    for field, value in changes.items():
         setattr(tool, field, value)
     session.flush()
     return tool
@@ -78,7 +83,8 @@ def record_tool_deployment(
     approved change request (`reviewed`).
 
     A different version or hash moves what was deployed into the history; the same version and hash
-    only refresh the descriptive fields (name, config), so re-sending a record is harmless.
+    only refresh the descriptive fields (name, config), so re-sending a record is harmless, even one
+    read back with its credentials redacted (their placeholders keep the stored values).
     """
     tool_key = request.tool_key
     target = record_environment(session, org_id=org_id, name=request.environment)
@@ -86,8 +92,13 @@ def record_tool_deployment(
         require_review_of_environment(target, "toolDeployment", field="environment")
     version, hash = request.version, request.hash
     deployed = {"provider": request.provider, "tool_id": request.tool_id, "version": version, "hash": hash}
-    described = {"tool_name": request.tool_name, "tool_provider_config": request.tool_provider_config}
     record = find_record(session, environment_id=target.id, tool_key=tool_key, lock=True)
+    config = restored(
+        request.tool_provider_config,
+        record.tool_provider_config if record is not None else None,
+        field="toolProviderConfig",
+    )
+    described = {"tool_name": request.tool_name, "tool_provider_config": config}
     if record is None:
         created = ToolDeploymentRow(
             org_id=org_id, environment_id=target.id, tool_key=tool_key, **deployed, **described

@@ -1,7 +1,7 @@
 """change requests carry a secret sealed: a secret's value or a new signing key, encrypted
 
 Revision ID: 0028_change_request_sealed
-Revises: 0024_notification_log_day_counts
+Revises: 0025_audit_truncate_guard
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0028_change_request_sealed"
-down_revision = "0024_notification_log_day_counts"
+down_revision = "0025_audit_truncate_guard"
 branch_labels = None
 depends_on = None
 
