@@ -148,6 +148,54 @@ def test_numbers_json_does_not_have_are_refused(http, db, org, number):
     assert count_rows(db, "agents") == before
 
 
+# An integer past a double's range; one of 5000 digits is also past the 4300 Python reads as an int.
+HUGE_INTEGERS = ["9" * 400, "-" + "9" * 5000]
+# (path, the body's fields with NUMBER in one, that field, the table a create writes)
+BODIES_WITH_A_NUMBER = [
+    (
+        "agents",
+        '"stableKey": "big", "provider": "openai", "providerConfig": {"maxTokens": NUMBER}',
+        "providerConfig.maxTokens",
+        "agents",
+    ),
+    ("environments", '"name": "big", "description": NUMBER', "description", "environments"),
+    ("api-keys", '"name": NUMBER, "role": "viewer"', "name", "api_keys"),
+]
+
+
+@pytest.mark.parametrize("number", HUGE_INTEGERS, ids=["400-digits", "5000-digits"])
+@pytest.mark.parametrize(
+    ("path", "fields", "field", "table"), BODIES_WITH_A_NUMBER, ids=[path for path, *_ in BODIES_WITH_A_NUMBER]
+)
+def test_an_integer_beyond_a_doubles_range_is_refused_naming_the_field(
+    http, db, org, path, fields, field, table, number
+):
+    before = count_rows(db, table), count_rows(db, "idempotency_keys")
+    raw = f'{{"orgSlug": "{org.slug}", {fields.replace("NUMBER", number)}}}'
+    headers = {**org.headers, "Content-Type": "application/json", "Idempotency-Key": f"big-{path}"}
+    error = assert_refused(http.post(path, content=raw, headers=headers), field, code="malformed_json")
+    assert "beyond a double's range" in error["message"]
+    assert (count_rows(db, table), count_rows(db, "idempotency_keys")) == before
+
+
+def test_a_huge_integer_before_a_syntax_error_is_malformed_json(http, org):
+    """The guard leaves a syntax error to the route's parser, which must read the number first."""
+    raw = f'{{"orgSlug": "{org.slug}", "name": {"9" * 5000},'
+    headers = {**org.headers, "Content-Type": "application/json", "Idempotency-Key": "broken"}
+    response = http.post("api-keys", content=raw, headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "malformed_json"
+
+
+def test_a_body_a_fingerprint_cannot_read_is_refused_for_its_content_type(http, org):
+    """A body sent as text is not the guard's to read, but the Idempotency-Key's fingerprint reads it."""
+    raw = "[" * 100_000 + "]" * 100_000
+    headers = {**org.headers, "Content-Type": "text/plain", "Idempotency-Key": "deep-text"}
+    response = http.post("api-keys", content=raw, headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "unsupported_content_type"
+
+
 @pytest.mark.parametrize("value", ["10", True, 10.5])
 def test_a_number_field_takes_numbers_only(http, org, value):
     response = http.post("agents/list", json={"orgSlug": org.slug, "limit": value}, headers=org.headers)

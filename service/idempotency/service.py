@@ -26,6 +26,7 @@ from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
 from service.db import Database, dialect_insert, dialect_name, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKeyRow
+from service.inputguard import read_json
 from service.settings import Settings
 
 HEADER = "Idempotency-Key"
@@ -70,8 +71,8 @@ def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
     """What makes two requests the same one: method, path, query and body (JSON compared as data,
     so key order and spacing do not matter)."""
     try:
-        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
-    except ValueError:
+        canonical = json.dumps(read_json(body), sort_keys=True, separators=(",", ":")).encode()
+    except (ValueError, RecursionError):  # not JSON (its content type said otherwise): as it is
         canonical = body
     digest = hashlib.sha256(f"{method} {path}?{query}\n".encode())
     digest.update(canonical)
