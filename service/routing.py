@@ -72,9 +72,10 @@ class Route(APIRoute):
 
 
 class GuardedJsonRequest(Request):
-    """A request whose JSON body FastAPI reads as the input guard does (service.inputguard):
-    Starlette's own reading raises a ValueError (a 500) on an integer of thousands of digits, which
-    the guard refuses in valid JSON but leaves, with any syntax error after it, to the route."""
+    """A request whose JSON body FastAPI reads as the input guard does (service.inputguard).
+    Starlette's own reading raises a ValueError on an integer of thousands of digits (FastAPI's
+    catch-all 400, with no code of ours), which the guard refuses in valid JSON but leaves, with a
+    syntax error after it, to the route: read so, the syntax error is told as any other."""
 
     async def json(self) -> Any:
         return read_json(await self.body())
