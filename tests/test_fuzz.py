@@ -6,8 +6,9 @@ fields) and sent to a real service over HTTP. It must never answer 5xx, every an
 what the document promises (status, content type, body schema, headers), and requests the schema
 refuses must be refused. Hooks (tests/fuzz_hooks.py) draw, beside the schema's values, what the
 schema cannot rule out: dates and moments at the calendar's edges in every date filter, and integers
-of hundreds or thousands of digits in every number of a body. `--fuzz-examples` sets how many examples each operation gets (a deeper
-run: `--fuzz-examples 500`); a failure names its seed, which `--fuzz-seed` replays.
+of hundreds or thousands of digits in every number of a body. `--fuzz-examples` sets how many
+examples each operation gets (a deeper run: `--fuzz-examples 500`); a failure names its seed, which
+`--fuzz-seed` replays.
 
 The service under fuzz has a database of its own and refuses private addresses, so the URLs the
 fuzzer invents cannot reach anything the rest of the suite runs.
