@@ -1,7 +1,7 @@
 """change requests carry a secret sealed: a secret's value or a new signing key, encrypted
 
 Revision ID: 0028_change_request_sealed
-Revises: 0025_audit_truncate_guard
+Revises: 0027_idempotency_callers
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0028_change_request_sealed"
-down_revision = "0025_audit_truncate_guard"
+down_revision = "0027_idempotency_callers"
 branch_labels = None
 depends_on = None
 
