@@ -139,6 +139,7 @@ class Agent(Record):
 
 
 class AgentVersion(Record):
+    id: str
     stable_key: str
     version: int
     content_hash: str = Field(description="sha256 (hex) of the snapshot's canonical JSON.")

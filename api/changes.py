@@ -1,17 +1,18 @@
 """Wire models of reviewed changes (change requests, their reviews, the settings that govern them)
 and their client.
 
-A protected action (a deployment to a protected environment, a move of a protected label, a policy
-change where the organization requires approval) answers 403 `approval_required` when called
-directly; it is opened as a change request with the direct call's body as `payload`, and applied by
-the last approval it needs.
+A protected action (a deployment to a protected environment, a change to where a protected
+environment's deployments go or what they carry, a move of a protected label, a policy change where
+the organization requires approval) answers 403 `approval_required` when called directly; it is
+opened as a change request with the direct call's body as `payload`, and applied by the last
+approval it needs.
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal, get_args
 
-from pydantic import Field
+from pydantic import Field, SecretStr, model_validator
 
 from api.approvals import Requester
 from api.common import (
@@ -25,20 +26,26 @@ from api.common import (
     Trimmed,
     WholeNumber,
 )
+from api.deployments import EnvironmentId, SigningKeyRequest
+from api.environments import EnvironmentFields, SetSecret
 from api.governance import UpdatePolicy
 from api.resource import Resource, body
+from api.tools import RecordToolDeployment
 
-ChangeKind = Literal["deployment", "label", "policy"]
+ChangeKind = Literal["deployment", "label", "policy", "environment"]
 ChangeStatus = Literal["open", "applied", "rejected", "conflict", "expired", "cancelled"]
 CHANGE_KINDS: tuple[str, ...] = get_args(ChangeKind)
 CHANGE_STATUSES: tuple[str, ...] = get_args(ChangeStatus)
 # The role a change needs, to open it and to review it: the role of its direct call.
-CHANGE_ROLES = {"deployment": "operator", "label": "author", "policy": "author"}
+CHANGE_ROLES = {"deployment": "operator", "label": "author", "policy": "author", "environment": "operator"}
 # Where a change request's payload goes when it is applied.
 DIRECT_CALLS = {
     "deployment": "POST /agents/deployments",
     "label": "POST /registries/artifacts/labels",
     "policy": "POST /governance/policies, PATCH or DELETE /governance/policies/{policyId}",
+    "environment": "PATCH or DELETE /environments/{environmentId}, POST /environments/secrets, "
+    "DELETE /environments/secrets/{secretId}, POST /agents/deployments/signing-key, "
+    "POST /agents/tool-deployments",
 }
 MAX_REQUIRED_APPROVALS = 5
 DEFAULT_TTL_DAYS = 7
@@ -49,10 +56,21 @@ class OpenChangeRequest(OrgScoped):
     kind: ChangeKind
     payload: JsonObject = Field(
         description="The direct call's body: a deployment (as POST /agents/deployments), a label move "
-        "(as POST /registries/artifacts/labels), or a policy (as POST /governance/policies; with "
-        "`policyId` as its PATCH; `policyId` and `delete: true` to delete it)."
+        "(as POST /registries/artifacts/labels), a policy (as POST /governance/policies; with "
+        "`policyId` as its PATCH; `policyId` and `delete: true` to delete it), or an environment "
+        "change (the direct call's body, or its path's id, with an `action`: update, delete, "
+        "setSecret, deleteSecret, signingKey or toolDeployment)."
     )
     reason: Reason = Field(description="Why the change is wanted; reviewers read it.")
+
+    @model_validator(mode="after")
+    def _sealed_secret_value(self) -> OpenChangeRequest:
+        """A secret's value in an environment change is held as a `SecretStr` from the moment it is
+        parsed, so that no dump or repr of the request (the audit trail's record of it) shows it."""
+        value = self.payload.get("value")
+        if self.kind == "environment" and isinstance(value, str):
+            self.payload = {**self.payload, "value": SecretStr(value)}
+        return self
 
 
 class PolicyUpdateChange(UpdatePolicy):
@@ -66,6 +84,61 @@ class PolicyDeleteChange(OrgScoped):
 
     policy_id: str = Field(max_length=40)
     delete: Literal[True]
+
+
+class EnvironmentUpdateChange(EnvironmentFields):
+    """An environment change request's payload changing its name, description, target or webhook
+    URL, as PATCH /environments/{environmentId} would. Protection rules are not in it: they are an
+    admin's direct act."""
+
+    action: Literal["update"]
+    environment_id: EnvironmentId
+
+
+class EnvironmentDeleteChange(OrgScoped):
+    """An environment change request's payload deleting it, as DELETE /environments/{environmentId}."""
+
+    action: Literal["delete"]
+    environment_id: EnvironmentId
+
+
+class SecretChange(SetSecret):
+    """An environment change request's payload setting a secret, as POST /environments/secrets: of
+    one environment, or organization-wide (which every environment without its own carries)."""
+
+    action: Literal["setSecret"]
+
+
+class SecretDeleteChange(OrgScoped):
+    """An environment change request's payload deleting a secret, as DELETE /environments/secrets/{secretId}."""
+
+    action: Literal["deleteSecret"]
+    secret_id: str = Field(max_length=40)
+
+
+class SigningKeyChange(SigningKeyRequest):
+    """An environment change request's payload creating or replacing its deployment signing key, as
+    POST /agents/deployments/signing-key; the key is made when the request is opened."""
+
+    action: Literal["signingKey"]
+
+
+class ToolDeploymentChange(RecordToolDeployment):
+    """An environment change request's payload creating or updating a tool deployment record, as
+    POST /agents/tool-deployments (`environment` is the environment's name)."""
+
+    action: Literal["toolDeployment"]
+
+
+# Each action of an environment change request, and the shape of its payload.
+ENVIRONMENT_CHANGES: dict[str, type[OrgScoped]] = {
+    "update": EnvironmentUpdateChange,
+    "delete": EnvironmentDeleteChange,
+    "setSecret": SecretChange,
+    "deleteSecret": SecretDeleteChange,
+    "signingKey": SigningKeyChange,
+    "toolDeployment": ToolDeploymentChange,
+}
 
 
 class ReviewChangeRequest(OrgScoped):
@@ -98,11 +171,13 @@ class ChangeRequest(Record):
     target: str = Field(description="What it changes, in words (e.g. `environment production`).")
     reason: str
     payload: dict[str, Any] = Field(
-        description="What will be applied: the direct call's body, a deployment's versions pinned."
+        description="What will be applied: the direct call's body, a deployment's versions pinned; "
+        "a secret's value is left out (the request keeps it encrypted)."
     )
     preview: dict[str, Any] = Field(
         description="What it changes: a deployment's per-agent field changes, a label's content diff, "
-        "a policy's text diff, each with the state it replaces (`before`)."
+        "a policy's text diff, an environment change's field changes (never a secret's value), each "
+        "with the state it replaces (`before`)."
     )
     requested_by: Requester
     required_approvals: int = Field(
@@ -112,12 +187,24 @@ class ChangeRequest(Record):
     approvals: list[Review]
     rejection: Review | None = None
     result: dict[str, Any] | None = Field(
-        None, description="What applying produced: `jobId`, `label` and `version`, `policyId` and `version`."
+        None,
+        description="What applying produced: `jobId`, `label` and `version`, `policyId` and `version`, "
+        "an environment change's `environmentId` (and what it made or deleted).",
     )
     conflict: str | None = Field(None, description="With status conflict: what moved since it was opened.")
     created_at: Timestamp
     expires_at: Timestamp
     decided_at: Timestamp | None = None
+
+
+class CreatedChangeRequest(ChangeRequest):
+    """A change request as opening it answers: once, with what only its requester may see."""
+
+    signing_key: str | None = Field(
+        None,
+        description="With an environment's signingKey action: the key that applying installs, to "
+        "configure the receiver with; shown only in this answer.",
+    )
 
 
 class OrgSettings(Record):
@@ -135,8 +222,9 @@ class OrgSettingsUpdate(OrgScoped):
 class ChangeRequestsResource(Resource):
     def open(
         self, kind: str, payload: dict[str, Any], reason: str, *, org_slug: str | None = None
-    ) -> ChangeRequest:
-        """Open a change request for `payload`, the body the direct call would take."""
+    ) -> CreatedChangeRequest:
+        """Open a change request for `payload`, the body the direct call would take (for an
+        environment change, with its `action`)."""
         answer = self._client.request(
             "POST",
             "/change-requests",
@@ -144,7 +232,7 @@ class ChangeRequestsResource(Resource):
                 OpenChangeRequest, org_slug=self._org(org_slug), kind=kind, payload=payload, reason=reason
             ),
         )
-        return ChangeRequest.model_validate(answer)
+        return CreatedChangeRequest.model_validate(answer)
 
     def list(
         self,

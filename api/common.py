@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, time
 from typing import Annotated, Any, Generic, TypeVar
 
 from pydantic import (
@@ -77,8 +77,35 @@ def _rfc3339(value: Any) -> Any:
     return value
 
 
+# Every date and moment a request carries falls within these UTC days (a 400 naming it otherwise).
+# Nothing the service keeps is older than the Unix epoch, from which its time-ordered ids count
+# (a range of ids before it would read wrong), and a year short of the calendar's end leaves room
+# for the days, weeks and months reckoned from a date: at the edges (9999-12-31,
+# 0001-01-01T00:00:00+14:00) adding a day or converting to UTC overflows.
+EARLIEST_DAY = date(1970, 1, 1)
+LATEST_DAY = date(9998, 12, 31)
+_EARLIEST_MOMENT = datetime.combine(EARLIEST_DAY, time.min, tzinfo=UTC)
+_LATEST_MOMENT = datetime.combine(LATEST_DAY, time.max, tzinfo=UTC)
+
+
+def _within_calendar(value: date) -> date:
+    """A date, or a moment compared in UTC whatever its offset, from EARLIEST_DAY to LATEST_DAY."""
+    inside = (
+        _EARLIEST_MOMENT <= value <= _LATEST_MOMENT
+        if isinstance(value, datetime)
+        else EARLIEST_DAY <= value <= LATEST_DAY
+    )
+    if not inside:
+        raise PydanticCustomError(
+            "calendar_range", f"must be within the UTC days {EARLIEST_DAY} to {LATEST_DAY}"
+        )
+    return value
+
+
 # A moment a client sends: RFC 3339 text with its offset (read as text even in strict bodies).
-Moment = Annotated[AwareDatetime, BeforeValidator(_rfc3339), Strict(False)]
+Moment = Annotated[AwareDatetime, BeforeValidator(_rfc3339), Strict(False), AfterValidator(_within_calendar)]
+# A UTC day a client sends (YYYY-MM-DD).
+Day = Annotated[date, AfterValidator(_within_calendar)]
 
 
 def Trimmed(max_length: int) -> Any:  # noqa: N802 (used like the types it builds)

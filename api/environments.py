@@ -83,18 +83,27 @@ class CreateEnvironment(OrgScoped):
     webhook_url: WebhookUrl | None = Field(None, description="Required with target `webhook`, else absent.")
 
 
-class UpdateEnvironment(OrgScoped):
-    """Only the fields sent change; switching the target to `builtin` forgets the webhook URL."""
+class EnvironmentFields(OrgScoped):
+    """An environment's own fields, as an operator changes them: only the fields sent change;
+    switching the target to `builtin` forgets the webhook URL."""
 
     name: Patch[EnvironmentName] = None
     description: Patch[Description] = None
     target: Patch[Target] = None
     webhook_url: Patch[WebhookUrl] = None
+
+
+class UpdateEnvironment(EnvironmentFields):
+    """Only the fields sent change; switching the target to `builtin` forgets the webhook URL. On a
+    protected environment, name, target and webhookUrl change only through a change request."""
+
     protected: Patch[bool] = Field(
-        None, description="Deployments here need approved change requests; changing it needs admin."
+        None,
+        description="Deployments here, and changes to where they go and what they carry, need approved "
+        "change requests; changing it needs admin.",
     )
     required_approvals: Patch[WholeNumber(1, 5)] = Field(
-        None, description="Approvals a deployment here needs (1-5); changing it needs admin."
+        None, description="Approvals a change request here needs (1-5); changing it needs admin."
     )
 
 
@@ -120,8 +129,12 @@ class Environment(Record):
     description: str
     target: Target
     webhook_url: str | None = None
-    protected: bool = Field(False, description="Deployments here go through change requests.")
-    required_approvals: int = Field(1, description="Approvals a deployment here needs.")
+    protected: bool = Field(
+        False,
+        description="Deployments here, and changes to where they go and what they carry, go through "
+        "change requests.",
+    )
+    required_approvals: int = Field(1, description="Approvals a change request here needs.")
     secret_count: int = Field(description="Secrets scoped to this environment (org-wide ones not counted).")
     last_deployment: LastDeployment | None = Field(None, description="Its newest job; null before any.")
     signing_key_created_at: Timestamp | None = Field(

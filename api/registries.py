@@ -268,6 +268,7 @@ class Artifact(Record):
 class VersionFields(Record):
     """What never changes about a version."""
 
+    id: str
     registry_ref: str
     name: str
     version: str

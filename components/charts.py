@@ -61,6 +61,8 @@ TOO_FEW = "#c9ced8"
 # A failure rate of fewer jobs than this is not coloured: one failed job of one is not "100 %".
 MIN_RATE_SAMPLE = 5
 _CHART_MARGIN = {"l": 10, "r": 10, "t": 10, "b": 10}
+# Every chart's `config`: no mode bar of zoom and download buttons over small dashboard charts.
+PLOT_CONFIG = {"displayModeBar": False}
 
 
 def tint(colour: str, alpha: float = 0.28) -> str:
@@ -100,56 +102,10 @@ def heatmap_figure(heatmap: Heatmap, *, height: int | None = None, clickable: bo
             TOO_FEW,
             hovers,
         )
-    figure.add_trace(
-        go.Heatmap(
-            z=[[cell.value if cell.coloured(rate) else None for cell in line] for line in cells],
-            x=x,
-            y=y,
-            customdata=hovers,
-            colorscale=METRIC_SCALES[heatmap.metric],
-            zmin=0,
-            zmax=1 if rate else None,
-            xgap=2,
-            ygap=2,
-            colorbar={
-                "orientation": "h",
-                "thickness": 10,
-                "len": 0.3,
-                "x": 1,
-                "xanchor": "right",
-                "y": 1.01,
-                "yanchor": "bottom",
-                "tickformat": ".0%" if rate else "d",
-                "outlinewidth": 0,
-            },
-            hovertemplate="%{customdata}<extra></extra>",
-            hoverongaps=False,
-        )
-    )
+    figure.add_trace(_value_layer(heatmap, x, y, cells, hovers))
     if clickable:
         _click_targets(figure, heatmap, x, y, cells, hovers)
-    for row, line in zip(y, cells, strict=True):
-        figure.add_annotation(
-            x=1.005,
-            xref="paper",
-            xanchor="left",
-            y=row,
-            yref="y",
-            text=_row_total(line, heatmap.metric),
-            showarrow=False,
-            font={"size": 12},
-        )
-    figure.add_annotation(
-        x=1.005,
-        xref="paper",
-        xanchor="left",
-        y=1,
-        yref="paper",
-        yanchor="bottom",
-        text="<b>Total</b>",
-        showarrow=False,
-        font={"size": 12},
-    )
+    _row_totals(figure, y, cells, heatmap.metric)
     figure.update_layout(
         height=height or 90 + 34 * max(len(heatmap.rows), 3),
         margin={"l": 10, "r": 110 if rate else 70, "t": 34, "b": 10},
@@ -164,6 +120,63 @@ def heatmap_figure(heatmap: Heatmap, *, height: int | None = None, clickable: bo
         clickmode="event+select",
     )
     return figure
+
+
+def _value_layer(
+    heatmap: Heatmap, x: list[str], y: list[str], cells: list[list[_Cell]], hovers: list[list[str]]
+) -> go.Heatmap:
+    """The cells coloured by their value on the metric's scale, over the flat layers."""
+    rate = heatmap.metric == "failure_rate"
+    return go.Heatmap(
+        z=[[cell.value if cell.coloured(rate) else None for cell in line] for line in cells],
+        x=x,
+        y=y,
+        customdata=hovers,
+        colorscale=METRIC_SCALES[heatmap.metric],
+        zmin=0,
+        zmax=1 if rate else None,
+        xgap=2,
+        ygap=2,
+        colorbar={
+            "orientation": "h",
+            "thickness": 10,
+            "len": 0.3,
+            "x": 1,
+            "xanchor": "right",
+            "y": 1.01,
+            "yanchor": "bottom",
+            "tickformat": ".0%" if rate else "d",
+            "outlinewidth": 0,
+        },
+        hovertemplate="%{customdata}<extra></extra>",
+        hoverongaps=False,
+    )
+
+
+def _row_totals(figure: go.Figure, y: list[str], cells: list[list[_Cell]], metric: str) -> None:
+    """Each row's total at its right, under a `Total` heading."""
+    for row, line in zip(y, cells, strict=True):
+        figure.add_annotation(
+            x=1.005,
+            xref="paper",
+            xanchor="left",
+            y=row,
+            yref="y",
+            text=_row_total(line, metric),
+            showarrow=False,
+            font={"size": 12},
+        )
+    figure.add_annotation(
+        x=1.005,
+        xref="paper",
+        xanchor="left",
+        y=1,
+        yref="paper",
+        yanchor="bottom",
+        text="<b>Total</b>",
+        showarrow=False,
+        font={"size": 12},
+    )
 
 
 def _time_axis(heatmap: Heatmap) -> dict[str, Any]:

@@ -18,6 +18,7 @@ forgets the values once the service has accepted them.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import streamlit as st
@@ -38,6 +39,22 @@ class InvalidField(ValueError):
         super().__init__(message)
         self.field = field
         self.message = message
+
+
+def json_value(text: str, field: str) -> Any:
+    """What a JSON field holds, or InvalidField saying where the text stops being JSON."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as error:
+        raise InvalidField(field, f"not valid JSON: {error.msg} (line {error.lineno})") from error
+
+
+def json_object(text: str, field: str, *, example: str) -> dict[str, Any]:
+    """The object a JSON-object field holds; refused with `example` shown when it holds anything else."""
+    value = json_value(text, field)
+    if not isinstance(value, dict):
+        raise InvalidField(field, f"must be a JSON object, like {example}")
+    return value
 
 
 class FormFields:

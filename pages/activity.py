@@ -12,7 +12,7 @@ import streamlit as st
 
 from api.audit import STATS_DEFAULT_DAYS, STATS_MAX_DAYS, AuditEvent
 from components import layout
-from components.charts import changes_per_day_figure
+from components.charts import PLOT_CONFIG, changes_per_day_figure
 from components.connection import client, current
 from components.dates import recent_days
 from components.feedback import attempt, load, plain
@@ -95,7 +95,7 @@ def chart(period: tuple[datetime, datetime] | None) -> None:
     if not stats.total:
         st.info("No changes in these days.", icon=":material/info:")
         return
-    st.plotly_chart(changes_per_day_figure(stats), width="stretch", config={"displayModeBar": False})
+    st.plotly_chart(changes_per_day_figure(stats), width="stretch", config=PLOT_CONFIG)
     busiest = ", ".join(
         f"{a.member_email or f'service key {a.key_name}'} ({a.count:,})" for a in stats.per_actor[:5]
     )

@@ -12,6 +12,7 @@ from api.common import MAX_PAGE_SIZE
 from api.environments import Environment
 from api.fleets import Fleet, FleetDetail
 from components import layout
+from components.charts import PLOT_CONFIG
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
@@ -57,7 +58,7 @@ def agents_chart(agents: list[Agent], fleet_names: dict[str, str]) -> None:
         height=80 + 40 * counts["Fleet"].nunique(),
     )
     figure.update_layout(margin={"l": 0, "r": 0, "t": 10, "b": 0}, yaxis_title=None, legend_title=None)
-    st.plotly_chart(figure, width="stretch", config={"displayModeBar": False})
+    st.plotly_chart(figure, width="stretch", config=PLOT_CONFIG)
 
 
 def create_form(environments: list[Environment], *, expanded: bool) -> None:

@@ -14,6 +14,7 @@ from api import ApiError
 from api.common import MAX_PAGE_SIZE
 from api.tools import EMPTY_INPUT_SCHEMA, Tool, ToolDeployment
 from components import layout
+from components.charts import PLOT_CONFIG
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
@@ -217,7 +218,7 @@ if not records:
     st.info("No deployment matches these filters.")
     st.stop()
 
-st.plotly_chart(version_matrix(records), width="stretch", config={"displayModeBar": False})
+st.plotly_chart(version_matrix(records), width="stretch", config=PLOT_CONFIG)
 st.caption(
     "Green: the highest version of the tool deployed anywhere. Amber: an environment running an older one."
 )

@@ -103,6 +103,7 @@ def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
+    from service.changes.service import rotate_sealed
     from service.crypto import DecryptionFailed, cipher_for
     from service.deployments.service import rotate_signing_keys
     from service.environments.service import rotate_secrets
@@ -121,6 +122,7 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
             provider_keys = rotate_provider_keys(session, cipher)
             channel_secrets = rotate_channel_secrets(session, cipher=cipher)
             signing_keys = rotate_signing_keys(session, cipher=cipher)
+            sealed = rotate_sealed(session, cipher=cipher)
             answers = rotate_answers(session, cipher=cipher)
     except DecryptionFailed as exc:
         print(f"error: {exc}; list every key still in use in ORGDECK_ENCRYPTION_KEYS", file=sys.stderr)
@@ -129,8 +131,8 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
         db.dispose()
     print(
         f"Re-encrypted {secrets} secrets, {provider_keys} provider keys, {channel_secrets} channel "
-        f"secrets, {signing_keys} deployment signing keys and {answers} stored idempotent answers "
-        "under the first configured key."
+        f"secrets, {signing_keys} deployment signing keys, {sealed} values sealed in change requests "
+        f"and {answers} stored idempotent answers under the first configured key."
     )
     return 0
 

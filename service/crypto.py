@@ -44,6 +44,13 @@ class Cipher:
         except InvalidToken as exc:
             raise DecryptionFailed("a stored secret cannot be decrypted with the configured keys") from exc
 
+    def holds(self, token: str | None, plaintext: str) -> bool:
+        """Whether `token` is `plaintext` encrypted: storing it again would change the row, not the value."""
+        try:
+            return token is not None and self.decrypt(token) == plaintext
+        except DecryptionFailed:
+            return False  # unreadable under the configured keys: a new value replaces it
+
     def rotate(self, token: str) -> str:
         """The same plaintext, encrypted under the first key."""
         try:

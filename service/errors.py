@@ -71,10 +71,10 @@ class ApprovalRequired(Forbidden):
 
     code = "approval_required"
 
-    def __init__(self, *, rule: str, kind: str, field: str) -> None:
+    def __init__(self, *, rule: str, kind: str, field: str, payload: str = "this request's body") -> None:
         super().__init__(
             f"{rule}: this change needs approval. Open a change request with POST /change-requests "
-            f"(kind '{kind}', payload: this request's body, and a reason); it applies once approved",
+            f"(kind '{kind}', payload: {payload}, and a reason); it applies once approved",
             field=field,
         )
         self.rule, self.kind = rule, kind

@@ -2,9 +2,13 @@
 
 Text holding the NUL character (PostgreSQL cannot store it; SQLite would keep it silently) or a
 lone UTF-16 surrogate (not Unicode text: no driver can encode it), numbers JSON does not have
-(`NaN`, `Infinity`, `1e999`, which Python's parser turns into floats the databases store as null
-or refuse), bodies that are not UTF-8 and bodies nested absurdly deep: each is a 400 that names
-where it was found (the path, a query parameter, a field of the body), and nothing runs.
+(`NaN`, `Infinity`) and numbers beyond a double's range (`1e999`, which Python's parser turns into
+floats the databases store as null or refuse, and integers of hundreds or thousands of digits, which
+no client means either), bodies that are not UTF-8 and bodies nested absurdly deep: each is a 400
+that names where it was found (the path, a query parameter, a field of the body), and nothing runs.
+
+Every reader of a request body reads it with `read_json` (this guard, the Idempotency-Key
+fingerprint, the routes), which no number can make raise.
 """
 
 from __future__ import annotations
@@ -12,6 +16,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qsl
@@ -79,7 +84,7 @@ def check_json_body(body: bytes) -> None:
             None, f"not UTF-8 text (invalid byte at position {exc.start})", "malformed_json"
         ) from exc
     try:
-        value = json.loads(text)
+        value = read_json(text)
     except json.JSONDecodeError:
         return
     except RecursionError as exc:
@@ -94,8 +99,8 @@ def _check_value(value: Any, where: str, depth: int) -> None:
         found = _NOT_TEXT.search(value)
         if found:
             raise Refusal(where or None, _describe(found.group()))
-    elif isinstance(value, float):
-        if not math.isfinite(value):
+    elif isinstance(value, int | float):
+        if not _is_double(value):
             message = "is not a JSON number (NaN, Infinity and numbers beyond a double's range are not)"
             raise Refusal(where or None, message, "malformed_json")
     elif isinstance(value, dict):
@@ -108,6 +113,27 @@ def _check_value(value: Any, where: str, depth: int) -> None:
     elif isinstance(value, list):
         for index, item in enumerate(value):
             _check_value(item, f"{where}.{index}" if where else str(index), depth + 1)
+
+
+def read_json(text: str | bytes) -> Any:
+    """A JSON document as Python values; a syntax error is a JSONDecodeError, and no number raises
+    anything. Python refuses to read an integer of more than 4300 digits (a ValueError that would be
+    a 500): such a literal is read as the double it would be, an infinity, which the guard refuses."""
+    return json.loads(text, parse_int=_integer)
+
+
+def _integer(literal: str) -> int | float:
+    try:
+        return int(literal)
+    except ValueError:  # past Python's limit on digits, and so far past a double's range
+        return float(literal)
+
+
+def _is_double(number: int | float) -> bool:
+    """Whether a double holds the number: a float must be finite, an int within its range."""
+    if isinstance(number, float):
+        return math.isfinite(number)
+    return abs(number) <= sys.float_info.max
 
 
 def _describe(character: str) -> str:

@@ -2,9 +2,11 @@
 
 An outbound URL can be a credential in itself (a Slack incoming webhook, a receiver's token in its
 path or query), and libraries log the URLs they call (httpx at INFO: `HTTP Request: POST …`) or put
-them into exception messages. Every log record, from any logger, is rewritten when it is made: a
-URL keeps its scheme and host, and its path, query and any user:password@ become `…`. Tracebacks
-attached to a record are redacted the same way.
+them into exception messages; a database error quotes the parameters of its statement, a
+configuration's JSON among them. Every log record, from any logger, is rewritten when it is made: a
+URL keeps its scheme and host, and its path, query and any user:password@ become `…`; the value of
+every credential-named `key: value` or `key=value` becomes `[redacted]` (service/redaction.py).
+Tracebacks attached to a record are redacted the same way.
 """
 
 from __future__ import annotations
@@ -12,6 +14,8 @@ from __future__ import annotations
 import logging
 import re
 from typing import Any
+
+from service.redaction import redacted_text
 
 _URL = re.compile(
     r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)"  # https://
@@ -46,10 +50,11 @@ def install() -> None:
             message = record.getMessage()
         except Exception:  # a malformed call: logging reports it when the record is written
             return record
-        if "://" in message:
-            record.msg, record.args = redact_urls(message), None
+        shown = redacted_text(redact_urls(message))
+        if shown != message:
+            record.msg, record.args = shown, None
         if record.exc_info and not record.exc_text:
-            record.exc_text = redact_urls(_FORMATTER.formatException(record.exc_info))
+            record.exc_text = redacted_text(redact_urls(_FORMATTER.formatException(record.exc_info)))
         return record
 
     logging.setLogRecordFactory(redacting_factory)

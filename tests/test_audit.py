@@ -2,8 +2,8 @@
 
 A walk through the organization's life as people make it (members and keys, agents, registries,
 environments and secrets, deployments, notifications, providers, policies) checks after each
-write that it left exactly one event naming its actor; the walk must reach every operation that
-writes, so a new one without an event, or without a walk step, fails here.
+write that it left exactly one event naming its actor and its target; the walk must reach every
+operation that writes, so a new one without an event, or without a walk step, fails here.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from api import OrgdeckClient
-from api.audit import AuditEvent
+from api.audit import AuditEvent, AuditTarget
 from tests.conftest import Org, count_rows, wait_for
 from tests.test_deployments import wait_for_end
 
@@ -44,6 +44,7 @@ class Walk:
         self.client, self.http, self.org = client, http, org
         self.actions: set[str] = set()
         self.me = client.whoami()
+        self.targets: dict[str, AuditTarget] = {}
 
     def write(self, action: str, call: Callable[[], Any], *, applying: str | None = None) -> Any:
         """`applying`: the action of the change an approval applies, whose event (its requester's)
@@ -57,7 +58,9 @@ class Walk:
         assert event.actor.key_id == self.me.key_id
         assert event.actor.member_id == (self.me.member.id if self.me.member else None)
         assert event.request_id
+        assert event.target.type and event.target.id, (action, event.target)
         self.actions.add(action)
+        self.targets[action] = event.target
         return result
 
     def events(self) -> list[AuditEvent]:
@@ -82,7 +85,7 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
 
     walk.write("createAgent", lambda: c.agents.create("triage", "openai", provider_config={"model": "m"}))
     walk.write("updateAgent", lambda: c.agents.update("triage", name="Triage"))
-    walk.write("createAgentVersion", lambda: c.agents.snapshot("triage"))
+    version = walk.write("createAgentVersion", lambda: c.agents.snapshot("triage"))
     walk.write("createAgent", lambda: c.agents.create("old", "openai"))
     walk.write("archiveAgent", lambda: c.agents.archive("old"))
 
@@ -129,8 +132,8 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
     walk.write("createRegistry", lambda: c.registries.create("prompts"))
     ref = f"{walk.org.slug}/prompts"
     walk.write("publishArtifact", lambda: c.registries.publish(ref, "greeting", "Hello {{name}}"))
-    walk.write("publishArtifact", lambda: c.registries.publish(ref, "greeting", "Hi {{name}}"))
-    walk.write("moveLabel", lambda: c.registries.move_label(ref, "greeting", "production", "1"))
+    published = walk.write("publishArtifact", lambda: c.registries.publish(ref, "greeting", "Hi {{name}}"))
+    labelled = walk.write("moveLabel", lambda: c.registries.move_label(ref, "greeting", "production", "1"))
     walk.write("deleteRegistry", lambda: c.registries.delete(ref))
     walk.write("restoreRegistry", lambda: c.registries.restore(ref))
 
@@ -171,6 +174,17 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
 
     missing = document_writes - walk.actions - NOT_WALKED.keys()
     assert not missing, f"writes the walk does not reach: {sorted(missing)}"
+    # Answers without an id of their own name what they belong to; settings, the organization.
+    assert walk.targets["createSigningKey"] == AuditTarget(type="environment", id=hook.id)
+    assert walk.targets["recover"] == AuditTarget(type="channel", id=refused.id)
+    org = walk.targets["updateSettings"]
+    assert (org.type, org.id.startswith("org_"), org.name) == ("org_settings", True, "Test Org")
+    assert walk.targets["updateDeploymentSettings"] == org.model_copy(update={"type": "deployment_settings"})
+    assert walk.targets["createAgentVersion"] == AuditTarget(
+        type="agent_version", id=version.id, name="triage"
+    )
+    assert walk.targets["publishArtifact"] == AuditTarget(type="artifact", id=published.id, name="greeting")
+    assert walk.targets["moveLabel"] == AuditTarget(type="artifact_version", id=labelled.id, name="greeting")
 
 
 def walk_change_requests(walk: Walk, environment_id: str) -> None:
@@ -233,6 +247,82 @@ def test_events_hold_no_secret_and_name_what_was_set(walk, database_url):
     assert SECRET not in str([e.model_dump() for e in walk.events()])
 
 
+def test_a_write_that_changes_nothing_leaves_no_event(walk):
+    """Every PATCH and PUT, and the writes like them (subscribing again, re-sending a tool's record,
+    moving a label where it is), sent with what is stored: nothing changes, so no event."""
+    c = walk.client
+    member = c.members.create("dev@example.com", "Dev", "author")
+    environment = c.environments.create("staging", description="Stage")
+    fleet = c.fleets.create("core", description="Core", environment_ids=[environment.id])
+    c.agents.create(
+        "triage", "openai", tags=["b", "a"], provider_config={"model": "m", "apiKey": "sk-" + SECRET}
+    )
+    c.agents.update("triage", fleet_id=fleet.id)
+    tool = c.tools.create("search", "search-v1", description="Finds")
+    record = {
+        "tool_name": "search",
+        "tool_key": "search-v1",
+        "environment": "staging",
+        "provider": "mcp",
+        "tool_id": tool.id,
+        "version": "1",
+        "hash": "h1",
+        "tool_provider_config": {"timeoutSeconds": 20},
+    }
+    c.tool_deployments.record(**record)
+    provider = c.providers.create("team", "openai", api_key="sk-" + SECRET)
+    hook = c.notifications.create_channel("hook", "webhook", url="https://hooks.example.com/h")
+    slack = c.notifications.create_channel(
+        "slack", "slack", url=f"https://hooks.slack.com/services/T/B/{SECRET}"
+    )
+    c.notifications.subscribe(hook.id, "deployment.error")
+    policy = c.policies.create("no-secrets", "Never log secrets.")
+    ref = c.registries.create("prompts").registry_ref
+    c.registries.publish(ref, "greeting", "Hello {{name}}", labels=["production"])
+    c.deployments.update_settings(stale_after_days=3)
+    c.settings.update(change_request_ttl_days=14)
+    agent = c.agents.get("triage")
+    unchanged: dict[str, Callable[[], Any]] = {
+        "updateMember": lambda: c.members.update(member.id, name="Dev", role="author"),
+        "updateAgent": lambda: c.agents.update(
+            "triage",
+            name=agent.name,
+            tags=["a", "b"],
+            provider=agent.provider,
+            provider_config=agent.provider_config,
+            prompt_references={},
+            fleet_id=fleet.id,
+        ),
+        "updateEnvironment": lambda: c.environments.update(
+            environment.id, name="staging", description="Stage"
+        ),
+        "updateFleet": lambda: c.fleets.update(
+            fleet.id, name="core", description="Core", environment_ids=[environment.id]
+        ),
+        "updateTool": lambda: c.tools.update(tool.id, name="search", description="Finds"),
+        "recordToolDeployment": lambda: c.tool_deployments.record(**record),
+        "updateProvider": lambda: c.providers.update(provider.id, name="team", api_key="sk-" + SECRET),
+        "updateChannel (webhook)": lambda: c.notifications.update_channel(
+            hook.id, name="hook", enabled=True, url="https://hooks.example.com/h"
+        ),
+        "updateChannel (slack)": lambda: c.notifications.update_channel(
+            slack.id, url=f"https://hooks.slack.com/services/T/B/{SECRET}"
+        ),
+        "subscribe": lambda: c.notifications.subscribe(hook.id, "deployment.error"),
+        "updatePolicy": lambda: c.policies.update(policy.id, rule_text="Never log secrets."),
+        "updateRegistry": lambda: c.registries.update(ref, protected_labels=[]),
+        "restoreRegistry": lambda: c.registries.restore(ref),
+        "publishArtifact": lambda: c.registries.publish(ref, "greeting", "Hello {{name}}"),
+        "moveLabel": lambda: c.registries.move_label(ref, "greeting", "production", "1"),
+        "updateDeploymentSettings": lambda: c.deployments.update_settings(stale_after_days=3),
+        "updateSettings": lambda: c.settings.update(change_request_ttl_days=14),
+    }
+    for write, call in unchanged.items():
+        before = walk.events()
+        call()
+        assert [event.action for event in walk.events() if event not in before] == [], write
+
+
 def test_a_failed_request_and_a_read_leave_no_event(walk, db):
     before = count_rows(db, "audit_events")
     c = walk.client
@@ -245,8 +335,11 @@ def test_a_failed_request_and_a_read_leave_no_event(walk, db):
 
 def test_an_event_is_never_changed_or_removed(walk, db):
     walk.write("createAgent", lambda: walk.client.agents.create("kept", "openai"))
-    for statement in ("UPDATE audit_events SET action = 'x'", "DELETE FROM audit_events"):
-        with pytest.raises(DBAPIError), db.session(write=True) as session:
+    statements = ["UPDATE audit_events SET action = 'x'", "DELETE FROM audit_events"]
+    if db.engine.dialect.name == "postgresql":
+        statements.append("TRUNCATE audit_events")  # SQLite has none; its DELETE is refused above
+    for statement in statements:
+        with pytest.raises(DBAPIError, match="append-only"), db.session(write=True) as session:
             session.execute(text(statement))
     assert any(e.action == "createAgent" for e in walk.events())
 

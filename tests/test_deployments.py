@@ -7,7 +7,7 @@ import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -28,7 +28,7 @@ from service.events.models import EventRow
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
 from service.worker import Worker
-from tests.conftest import count_rows, raw_database_contains
+from tests.conftest import Org, count_rows, raw_database_contains
 
 SECRET_VALUE = "sk-live-" + "q7" * 12
 TABLES = ("deployment_jobs", "deployment_job_agents", "agent_deployments", "events")
@@ -40,6 +40,8 @@ class WebhookTarget:
     def __init__(self) -> None:
         self.key = ""
         self.failing: set[str] = set()
+        # Why a failing agent failed, in the target's words: given the agent as it was sent.
+        self.explain: Callable[[dict[str, Any]], str] = lambda _agent: "refused by the target"
         self.status = 200
         self.delay = 0.0  # seconds before answering, for a slow target
         self.manifests: list[dict[str, Any]] = []
@@ -58,7 +60,7 @@ class WebhookTarget:
                 target.manifests.append(manifest)
                 time.sleep(target.delay)
                 results = [
-                    {"stableKey": a["stableKey"], "status": "error", "error": "refused by the target"}
+                    {"stableKey": a["stableKey"], "status": "error", "error": target.explain(a)}
                     if a["stableKey"] in target.failing
                     else {"stableKey": a["stableKey"], "status": "complete"}
                     for a in manifest["agents"]
@@ -169,7 +171,16 @@ def test_preview_shows_overrides_field_by_field_and_never_a_secret(client):
     environment = client.environments.create("prod").id
     client.tools.create("Search", "search")
     client.tools.create("Mailer", "mailer")
-    versioned_agent(client, "alpha", apiKey=SECRET_VALUE)
+    prompts = client.registries.create("prompts").registry_ref
+    for text in ("Sort.", "Sort tickets.", "Sort tickets by urgency."):
+        client.registries.publish(prompts, "triage-system", text)
+    client.agents.create(
+        "alpha",
+        "openai",
+        provider_config={"model": "gpt-4o-mini", "temperature": 0.2, "apiKey": SECRET_VALUE},
+        prompt_references={"triage-system": f"{prompts}/triage-system@production"},
+    )
+    client.agents.snapshot("alpha")
     wait_for_end(client, client.deployments.deploy(environment, ["alpha"], tool_refs=["search"]).id)
 
     preview = client.deployments.preview(
@@ -222,6 +233,74 @@ def test_bad_input_is_400_naming_the_field(client, http, org, db, path, change, 
     assert response.status_code == 400, response.text
     assert field in {detail["field"] for detail in response.json()["details"]}, response.json()
     assert count_rows(db, "deployment_jobs") == jobs_before
+
+
+@pytest.fixture
+def pinnable(client, server, other_org) -> str:
+    """An environment, and an agent `alpha` whose prompt references name: an artifact of its own
+    registry with versions 1 and 2 (`triage`), one that does not exist (`missing`), one in another
+    organization's private registry (`private`) and one in its public registry (`shared`)."""
+    prompts = client.registries.create("prompts").registry_ref
+    for text in ("Sort.", "Sort tickets."):
+        client.registries.publish(prompts, "triage", text)
+    with OrgdeckClient(server.url, other_org.key, org_slug=other_org.slug) as other:
+        private = other.registries.create("private-prompts").registry_ref
+        shared = other.registries.create("shared-prompts", visibility="public").registry_ref
+        for registry in (private, shared):
+            other.registries.publish(registry, "greeting", "Hello.")
+    references = {
+        "triage": f"{prompts}/triage@production",
+        "missing": f"{prompts}/nothing@production",
+        "private": f"{private}/greeting@1",
+        "shared": f"{shared}/greeting",
+    }
+    client.agents.create("alpha", "openai", provider_config={"model": "m"}, prompt_references=references)
+    client.agents.snapshot("alpha")
+    return client.environments.create("staging").id
+
+
+PIN_PATHS = ("agents/deployments/preview", "agents/deployments", "change-requests")
+
+
+def pin_request(path: str, org: Org, environment: str, pin: dict[str, str]) -> dict[str, Any]:
+    body = {"environmentId": environment, "agentStableKeys": ["alpha"], **pin}
+    if path == "change-requests":
+        return {"orgSlug": org.slug, "kind": "deployment", "payload": body, "reason": "Pin the prompt"}
+    return {"orgSlug": org.slug, **body}
+
+
+@pytest.mark.parametrize(
+    ("pin", "field"),
+    [
+        ({"promptName": "summary", "version": "1"}, "promptName"),  # no such reference
+        ({"promptName": "missing", "version": "1"}, "promptName"),  # no such artifact
+        ({"promptName": "private", "version": "1"}, "promptName"),  # not readable by this org
+        ({"promptName": "triage", "version": "3"}, "version"),  # no such version
+    ],
+)
+def test_a_pin_to_what_does_not_exist_is_400_naming_it(http, org, db, pinnable, pin, field):
+    before = {table: count_rows(db, table) for table in ("deployment_jobs", "change_requests")}
+    for path in PIN_PATHS:
+        response = http.post(path, json=pin_request(path, org, pinnable, pin), headers=org.headers)
+        assert response.status_code == 400, (path, response.text)
+        assert [detail["field"] for detail in response.json()["details"]] == [field], (path, response.json())
+    assert {table: count_rows(db, table) for table in before} == before
+
+
+@pytest.mark.parametrize(
+    "pin", [{"promptName": "triage", "version": "2"}, {"promptName": "shared", "version": "1"}]
+)
+def test_a_pin_to_a_version_that_exists_is_deployed(client, http, org, pinnable, pin):
+    """Its own registry's artifact, or a public one of another organization."""
+    answers = {
+        path: http.post(path, json=pin_request(path, org, pinnable, pin), headers=org.headers)
+        for path in PIN_PATHS
+    }
+    assert {path: answer.status_code for path, answer in answers.items()} == dict.fromkeys(PIN_PATHS, 200)
+    job = wait_for_end(client, answers["agents/deployments"].json()["id"])
+    assert job.status == "complete"
+    pinned = {"prompt_name": pin["promptName"], "version": pin["version"]}
+    assert not client.deployments.preview(pinnable, ["alpha"], **pinned).has_changes
 
 
 # -- jobs through the worker ----------------------------------------------------------------
@@ -309,6 +388,31 @@ def test_webhook_results_decide_partial_and_error_with_agent_error_events(client
     assert failed.status == "error"
     kinds = Counter(kind for kind, _ in events_of(db, client.org_slug, failed.id))
     assert kinds == Counter({"deployment.error": 1, "agent.error": 2})
+
+
+def test_an_error_quoting_what_the_target_was_sent_shows_none_of_its_credentials(client, db, target):
+    """The manifest carries the real values; the job's errors and events, read by every viewer,
+    carry none of them, however the target quotes them."""
+    environment = webhook_environment(client, target)
+    token = f"tok-{uuid.uuid4().hex}"
+    client.environments.secrets.set("TENANT_TOKEN", token, environment_id=environment)
+    versioned_agent(
+        client, "alpha", apiKey=SECRET_VALUE, endpoint="https://llm.example.com/${secret:TENANT_TOKEN}"
+    )
+    target.failing = {"alpha"}
+    target.explain = lambda agent: (
+        f"key {agent['config']['providerConfig']['apiKey']} refused at "
+        f"{agent['config']['providerConfig']['endpoint']}; sent {json.dumps(agent['config'])}"
+    )
+
+    job = wait_for_end(client, client.deployments.deploy(environment, ["alpha"]).id)
+
+    sent = target.manifests[0]["agents"][0]["config"]["providerConfig"]
+    assert (sent["apiKey"], sent["endpoint"]) == (SECRET_VALUE, f"https://llm.example.com/{token}")
+    (result,) = job.agents
+    assert result.error is not None and result.error.startswith("key [redacted] refused at")
+    shown = job.model_dump_json() + json.dumps(events_of(db, client.org_slug, job.id))
+    assert SECRET_VALUE not in shown and token not in shown
 
 
 def test_a_target_answering_an_error_or_a_bad_signature_key_fails_every_agent(client, target):

@@ -4,8 +4,11 @@ Valid and invalid requests are generated from each operation's schema (its cover
 every constraint's edges: the largest integers, empty and overlong text, wrong types, missing
 fields) and sent to a real service over HTTP. It must never answer 5xx, every answer must match
 what the document promises (status, content type, body schema, headers), and requests the schema
-refuses must be refused. `--fuzz-examples` sets how many examples each operation gets (a deeper
-run: `--fuzz-examples 500`); a failure names its seed, which `--fuzz-seed` replays.
+refuses must be refused. Hooks (tests/fuzz_hooks.py) draw, beside the schema's values, what the
+schema cannot rule out: dates and moments at the calendar's edges in every date filter, and integers
+of hundreds or thousands of digits in every number of a body. `--fuzz-examples` sets how many
+examples each operation gets (a deeper run: `--fuzz-examples 500`); a failure names its seed, which
+`--fuzz-seed` replays.
 
 The service under fuzz has a database of its own and refuses private addresses, so the URLs the
 fuzzer invents cannot reach anything the rest of the suite runs.
@@ -27,7 +30,7 @@ from service.bootstrap import create_org_with_key
 from service.db import Database
 from service.migrate import upgrade
 from service.server import ServerThread
-from tests.conftest import make_settings, scratch_database
+from tests.conftest import ROOT, make_settings, scratch_database
 
 CHECKS = (
     "not_a_server_error",
@@ -90,7 +93,12 @@ def test_every_operation_survives_fuzzing(fuzzed_service, tmp_path: Path, reques
         # says how the generator fares, nothing about the service, whose checks above all run.
         *("--suppress-health-check", "filter_too_much"),
     ]
-    environment = {**os.environ, "ORGDECK_FUZZ_KEY": key, "ORGDECK_FUZZ_ORG": slug}
+    environment = {
+        **os.environ,
+        "ORGDECK_FUZZ_KEY": key,
+        "ORGDECK_FUZZ_ORG": slug,
+        "SCHEMATHESIS_HOOKS": str(ROOT / "tests" / "fuzz_hooks.py"),
+    }
     run = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900)
     report = run.stdout[-20000:] + run.stderr[-5000:]
     assert run.returncode == 0, f"fuzzing with seed {seed} found failures:\n{report}"

@@ -148,6 +148,56 @@ def test_numbers_json_does_not_have_are_refused(http, db, org, number):
     assert count_rows(db, "agents") == before
 
 
+# An integer past a double's range; one of 5000 digits is also past the 4300 Python reads as an int.
+HUGE_INTEGERS = ["9" * 400, "-" + "9" * 5000]
+# (path, the body's fields with NUMBER in one, that field, the table a create writes)
+BODIES_WITH_A_NUMBER = [
+    (
+        "agents",
+        '"stableKey": "big", "provider": "openai", "providerConfig": {"maxTokens": NUMBER}',
+        "providerConfig.maxTokens",
+        "agents",
+    ),
+    ("environments", '"name": "big", "description": NUMBER', "description", "environments"),
+    ("api-keys", '"name": NUMBER, "role": "viewer"', "name", "api_keys"),
+]
+
+
+@pytest.mark.parametrize("number", HUGE_INTEGERS, ids=["400-digits", "5000-digits"])
+@pytest.mark.parametrize(
+    ("path", "fields", "field", "table"),
+    BODIES_WITH_A_NUMBER,
+    ids=[path for path, *_ in BODIES_WITH_A_NUMBER],
+)
+def test_an_integer_beyond_a_doubles_range_is_refused_naming_the_field(
+    http, db, org, path, fields, field, table, number
+):
+    before = count_rows(db, table), count_rows(db, "idempotency_keys")
+    raw = f'{{"orgSlug": "{org.slug}", {fields.replace("NUMBER", number)}}}'
+    headers = {**org.headers, "Content-Type": "application/json", "Idempotency-Key": f"big-{path}"}
+    error = assert_refused(http.post(path, content=raw, headers=headers), field, code="malformed_json")
+    assert "beyond a double's range" in error["message"]
+    assert (count_rows(db, table), count_rows(db, "idempotency_keys")) == before
+
+
+def test_a_huge_integer_before_a_syntax_error_is_malformed_json(http, org):
+    """The guard leaves a syntax error to the route's parser, which must read the number first."""
+    raw = f'{{"orgSlug": "{org.slug}", "name": {"9" * 5000},'
+    headers = {**org.headers, "Content-Type": "application/json", "Idempotency-Key": "broken"}
+    response = http.post("api-keys", content=raw, headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "malformed_json"
+
+
+def test_a_body_a_fingerprint_cannot_read_is_refused_for_its_content_type(http, org):
+    """A body sent as text is not the guard's to read, but the Idempotency-Key's fingerprint reads it."""
+    raw = "[" * 100_000 + "]" * 100_000
+    headers = {**org.headers, "Content-Type": "text/plain", "Idempotency-Key": "deep-text"}
+    response = http.post("api-keys", content=raw, headers=headers)
+    assert response.status_code == 400, response.text
+    assert response.json()["code"] == "unsupported_content_type"
+
+
 @pytest.mark.parametrize("value", ["10", True, 10.5])
 def test_a_number_field_takes_numbers_only(http, org, value):
     response = http.post("agents/list", json={"orgSlug": org.slug, "limit": value}, headers=org.headers)
@@ -262,3 +312,89 @@ def test_a_moment_is_written_as_rfc3339(http, org):
     response = http.get("notifications/logs", params={"orgSlug": org.slug, "end": "6"}, headers=org.headers)
     error = assert_refused(response, "dateRange.end")
     assert "RFC 3339" in error["message"]
+
+
+DAY_FILTERS = [
+    (path, name, name)
+    for path in (
+        "agents/deployment-jobs",
+        "agents/deployments/history",
+        "agents/deployments/heatmap",
+        "agents/deployments/metrics",
+    )
+    for name in ("start", "end")
+]
+MOMENT_FILTERS = [
+    (path, name, f"dateRange.{member}")
+    for path in ("audit-events", "audit-events/stats", "notifications/logs", "notifications/deliveries")
+    for member in ("start", "end")
+    for name in (f"dateRange[{member}]", f"dateRange.{member}", member)
+]
+# The calendar's edges, where adding a day or converting to UTC overflows, and the days before 1970.
+DAY_EDGES = ["9999-12-31", "0001-01-01", "0001-01-01T00:00:00+14:00", "1969-12-31"]
+MOMENT_EDGES = [
+    "0001-01-01T00:00:00+14:00",
+    "0001-01-01T00:00:00Z",
+    "9999-12-31T23:59:59-14:00",
+    "9999-12-31T23:59:59.999999Z",
+    "1970-01-01T00:30:00+01:00",
+]
+EDGE_CASES = [
+    *((path, name, field, value) for path, name, field in DAY_FILTERS for value in DAY_EDGES),
+    *((path, name, field, value) for path, name, field in MOMENT_FILTERS for value in MOMENT_EDGES),
+]
+
+
+@pytest.mark.parametrize(("path", "name", "field", "value"), EDGE_CASES)
+def test_a_date_or_moment_beyond_the_calendars_range_is_refused_naming_the_parameter(
+    http, org, path, name, field, value
+):
+    response = http.get(path, params={"orgSlug": org.slug, name: value}, headers=org.headers)
+    error = assert_refused(response, field)
+    assert "1970-01-01 to 9998-12-31" in error["message"]
+
+
+@pytest.mark.parametrize("field", ["since", "until"])
+@pytest.mark.parametrize("value", MOMENT_EDGES)
+def test_a_moment_in_a_body_beyond_the_calendars_range_is_refused(http, org, client, field, value):
+    channel = client.notifications.create_channel("hook", "webhook", url="https://hooks.example.com/h")
+    body = {"orgSlug": org.slug, "since": "2026-01-01T00:00:00Z", field: value}
+    response = http.post(f"notifications/channels/{channel.id}/recover", json=body, headers=org.headers)
+    assert_refused(response, field)
+
+
+def test_every_date_and_moment_the_service_takes_is_bounded_and_in_the_cases_above(http, org):
+    """Read from the live document: a date or moment added to any route's query or body must join
+    the cases above, or this fails."""
+    document = http.get("openapi.json").json()
+    taken = set()
+    for path, item in document["paths"].items():
+        for operation in item.values():
+            for parameter in operation.get("parameters", []):
+                names = _dated(document, parameter["schema"], parameter["name"], set())
+                taken.update((path.removeprefix("/api/"), name) for name in names)
+            for content in operation.get("requestBody", {}).get("content", {}).values():
+                names = _dated(document, content["schema"], "", set())
+                taken.update((path.removeprefix("/api/"), name) for name in names)
+    fields = {(path, name): field for path, name, field in DAY_FILTERS + MOMENT_FILTERS}
+    bodies = {("notifications/channels/{channel_id}/recover", name) for name in ("since", "until")}
+    assert taken == {(path, name) for path, name in fields if "." not in name} | bodies
+    for path, name in taken - bodies:
+        edge = {"orgSlug": org.slug, name: "0001-01-01T00:00:00+14:00"}
+        assert_refused(http.get(path, params=edge, headers=org.headers), fields[(path, name)])
+
+
+def _dated(document: dict, schema: dict, where: str, seen: set[str]) -> set[str]:
+    """The names of the dates and moments in a schema: `where`, `where[member]`, or a body's fields."""
+    if "$ref" in schema:
+        if schema["$ref"] in seen:
+            return set()
+        seen = seen | {schema["$ref"]}
+        schema = document["components"]["schemas"][schema["$ref"].rsplit("/", 1)[1]]
+    names = {where} if schema.get("format") in {"date", "date-time"} else set()
+    items = [schema["items"]] if "items" in schema else []
+    for option in [*schema.get("anyOf", []), *schema.get("allOf", []), *items]:
+        names |= _dated(document, option, where, seen)
+    for member, member_schema in schema.get("properties", {}).items():
+        names |= _dated(document, member_schema, f"{where}[{member}]" if where else member, seen)
+    return names

@@ -122,6 +122,45 @@ def test_keys_belong_to_one_organization(http, org, other_org):
     assert theirs.json()["id"] != mine.json()["id"]
 
 
+def secret_bearing_write(client: OrgdeckClient, org, operation: str) -> tuple[str, dict, str]:
+    """(path, body, the answer's field shown once) of a write whose answer carries a secret."""
+    if operation == "createApiKey":
+        return "api-keys", {"orgSlug": org.slug, "name": "deployer", "role": "admin", "service": True}, "key"
+    if operation == "createSigningKey":
+        hook = client.environments.create("edge", target="webhook", webhook_url="https://hooks.example.com/x")
+        return "agents/deployments/signing-key", {"orgSlug": org.slug, "environmentId": hook.id}, "secret"
+    channel = client.notifications.create_channel("hook", "webhook", url="https://hooks.example.com/h")
+    return f"notifications/channels/{channel.id}/rotate-secret", {"orgSlug": org.slug}, "signingSecret"
+
+
+@pytest.mark.parametrize("operation", ["createApiKey", "createSigningKey", "rotateSecret"])
+def test_an_answer_is_replayed_to_its_caller_alone(http, org, client, operation):
+    """An answer may carry a secret shown once: another caller sending the same key and body makes a
+    request of its own, run as itself, and never receives the first caller's answer."""
+    path, body, secret = secret_bearing_write(client, org, operation)
+    viewer = client.api_keys.create("reader", role="viewer", service=True).key
+    other_admin = client.api_keys.create("other-admin", role="admin", service=True).key
+    first = http.post(path, headers=keyed(org, "k1"), json=body)
+    assert first.status_code == 200, first.text
+    shown_once = first.json()[secret]
+
+    as_viewer = http.post(path, headers={"X-API-Key": viewer, "Idempotency-Key": "k1"}, json=body)
+    assert as_viewer.status_code == 403, as_viewer.text
+    assert as_viewer.json()["code"] == "insufficient_role"
+    assert "idempotent-replayed" not in as_viewer.headers
+    assert shown_once not in as_viewer.text
+
+    as_other_admin = http.post(path, headers={"X-API-Key": other_admin, "Idempotency-Key": "k1"}, json=body)
+    assert as_other_admin.status_code == 200, as_other_admin.text
+    assert "idempotent-replayed" not in as_other_admin.headers
+    assert as_other_admin.json()[secret] != shown_once
+
+    # The first caller's own retry is still its answer, replayed unchanged.
+    again = http.post(path, headers=keyed(org, "k1"), json=body)
+    assert again.headers["idempotent-replayed"] == "true"
+    assert again.json() == first.json()
+
+
 def test_an_error_answer_is_replayed_as_it_was(http, org):
     http.post("environments", headers=org.headers, json={"orgSlug": org.slug, "name": "taken"})
     body = {"orgSlug": org.slug, "name": "taken"}
@@ -298,7 +337,9 @@ def stored_key(db: Database, org_slug: str, key: str) -> IdempotencyKeyRow | Non
 
     with db.session() as session:
         org_id = session.scalar(select(OrganizationRow.id).where(OrganizationRow.slug == org_slug))
-        return session.get(IdempotencyKeyRow, (org_id, key))
+        return session.scalar(
+            select(IdempotencyKeyRow).where(IdempotencyKeyRow.org_id == org_id, IdempotencyKeyRow.key == key)
+        )
 
 
 def set_key(db: Database, org_slug: str, key: str, **values: object) -> None:
@@ -355,7 +396,7 @@ def test_a_request_whose_key_was_taken_over_cannot_commit(http, org, db):
     assert row is not None
     set_key(db, org.slug, "held", state="running", claim="newer-holder")
     with pytest.raises(IdempotencyKeyInUse), db.session(write=True) as session:
-        mark_committed(session, Claim(row.org_id, "held", row.claim))
+        mark_committed(session, Claim(row.org_id, row.caller_id, "held", row.claim))
 
 
 def test_a_key_expired_and_removed_while_being_claimed_is_claimed_as_new(http, org, db):
@@ -381,6 +422,7 @@ def test_a_key_expired_and_removed_while_being_claimed_is_claimed_as_new(http, o
                 session,
                 cipher=Cipher([SESSION_ENCRYPTION_KEY]),
                 org_id=row.org_id,
+                caller_id=row.caller_id,
                 key="vanishing",
                 fingerprint="another request",
                 method="POST",

@@ -3,11 +3,13 @@
 One run calls out in every way the service does (a webhook channel, a Slack incoming webhook, email
 over SMTP with a login, an LLM provider, a deployment webhook), with a secret planted in each URL,
 key and password, and succeeding and failing receivers; then every captured record, tracebacks
-included, is searched for the secrets.
+included, is searched for the secrets. Another logs what quotes a free-form configuration (a failing
+statement's parameters, the object itself) and searches the lines for its credentials.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import uuid
@@ -18,8 +20,11 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from aiosmtpd.smtp import AuthResult, LoginPassword
+from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
 from api import OrgdeckClient
+from service import logredact
 from service.bootstrap import create_org_with_key
 from service.db import Database
 from service.migrate import upgrade
@@ -136,3 +141,32 @@ def call_out_every_way(client: OrgdeckClient, sink: str, llm_url: str) -> None:
         assert job.status == "complete", job
     finally:
         target.close()
+
+
+def test_a_logged_configuration_shows_none_of_its_credentials(db, caplog):
+    """A statement that fails quotes its parameters, a configuration's JSON among them; a logger may
+    be handed the object itself. Values under credential-named keys leave every line redacted."""
+    logredact.install()
+    caplog.set_level(logging.DEBUG)
+    planted = {name: f"{name}-{uuid.uuid4().hex}" for name in ("apikey", "bearer", "password", "token")}
+    config = {
+        "model": "gpt-4o-mini",
+        "apiKey": planted["apikey"],
+        "headers": {"Authorization": f"Bearer {planted['bearer']}"},
+        "auth": {"user": "svc", "pass": planted["password"]},
+    }
+    logger = logging.getLogger("orgdeck.test")
+    try:
+        with db.session(write=True) as session:
+            session.execute(
+                text("INSERT INTO no_such_table (config) VALUES (:config)"), {"config": json.dumps(config)}
+            )
+    except DBAPIError:
+        logger.exception("Unhandled error on POST /api/agents")
+    logger.warning("Resolved config: %s", config)
+    logger.info("Calling with token=%s", planted["token"])
+
+    lines = caplog.text
+    assert "no_such_table" in lines and "gpt-4o-mini" in lines, "nothing was logged: nothing was checked"
+    leaked = [name for name, secret in planted.items() if secret in lines]
+    assert not leaked, f"the {leaked} credentials are in the logs"

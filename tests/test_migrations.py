@@ -169,6 +169,49 @@ def test_change_requests_downgrade_keeps_every_organizations_rows(tmp_path):
             db.dispose()
 
 
+def test_idempotency_callers_drop_the_keys_stored_without_one_and_downgrade(tmp_path):
+    """0027 puts the caller in each key's primary key: keys stored without one (they live a day) are
+    dropped, as they are on the way down; down and up again leaves the schema the models describe."""
+    with scratch_database(tmp_path) as url:
+        db = Database(url)
+        config = alembic_config(db)
+        try:
+            command.upgrade(config, "heads")
+            command.downgrade(config, "0024_notification_log_day_counts")
+            now = datetime(2026, 1, 5, 12, tzinfo=UTC)
+            with db.engine.begin() as connection:
+                metadata = MetaData()
+                metadata.reflect(connection, only=["organizations", "idempotency_keys"])
+                connection.execute(
+                    metadata.tables["organizations"].insert(),
+                    {"id": "org_1", "slug": "acme", "name": "Acme", "created_at": now},
+                )
+                connection.execute(
+                    metadata.tables["idempotency_keys"].insert(),
+                    {
+                        "org_id": "org_1",
+                        "key": "k1",
+                        "fingerprint": "f" * 64,
+                        "method": "POST",
+                        "path": "/api/api-keys",
+                        "state": "done",
+                        "claim": "c" * 32,
+                        "locked_until": now,
+                        "created_at": now,
+                    },
+                )
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                assert connection.execute(text("SELECT COUNT(*) FROM idempotency_keys")).scalar_one() == 0
+            command.downgrade(config, "0024_notification_log_day_counts")
+            command.upgrade(config, "heads")
+            with db.engine.connect() as connection:
+                context = MigrationContext.configure(connection, opts={"compare_type": True})
+                assert compare_metadata(context, Base.metadata) == []
+        finally:
+            db.dispose()
+
+
 def test_changes_on_record_upgrade_governs_deployment_requests_by_their_environment(tmp_path):
     """0026 on a database holding change requests: a deployment request is governed by its payload's
     environment from then on, others by none; down and up again adds its columns in place, so the

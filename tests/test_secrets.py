@@ -16,6 +16,7 @@ from sqlalchemy import inspect, select
 from api import OrgdeckClient
 from api.environments import SECRET_VALUE_MAX_BYTES
 from api.errors import BadRequest, NotFound
+from service.changes.models import ChangeRequestRow
 from service.crypto import Cipher, DecryptionFailed, cipher_for
 from service.db import Database
 from service.deployments.models import DeploymentSigningKeyRow
@@ -194,12 +195,14 @@ def stored_tokens(db: Database) -> dict[str, str]:
         "secret": SecretRow.ciphertext,
         "channel": ChannelRow.secret_encrypted,
         "signing key": DeploymentSigningKeyRow.ciphertext,
+        "change request": ChangeRequestRow.sealed,
     }
     with db.session() as session:
         return {
             f"{label} {row_id}": token
             for label, column in columns.items()
             for row_id, token in session.execute(select(inspect(column.class_).primary_key[0], column))
+            if token is not None
         }
 
 
@@ -212,10 +215,13 @@ def test_rotate_secrets_command(isolated, tmp_path):
         "production", target="webhook", webhook_url="https://deploy.example.com/hook"
     )
     signing_key = isolated.client.deployments.create_signing_key(target.id)
+    isolated.client.change_requests.open(
+        "environment", {"action": "setSecret", "name": "CLI_REVIEWED", "value": "value-four"}, "Waits"
+    )
     old = Cipher([isolated.key])
     before = stored_tokens(isolated.db)
     assert sorted(old.decrypt(token) for token in before.values()) == sorted(
-        ["value-three", channel.signing_secret, signing_key.secret]
+        ["value-three", channel.signing_secret, signing_key.secret, "value-four"]
     )
     new_key = Fernet.generate_key().decode()
     environment = {
@@ -233,8 +239,8 @@ def test_rotate_secrets_command(isolated, tmp_path):
     result = rotate_with(new_key, isolated.key)
     assert result.returncode == 0, result.stderr
     assert result.stdout == (
-        "Re-encrypted 1 secrets, 0 provider keys, 1 channel secrets, 1 deployment signing keys and 4 "
-        "stored idempotent answers under the first configured key.\n"
+        "Re-encrypted 1 secrets, 0 provider keys, 1 channel secrets, 1 deployment signing keys, 1 values "
+        "sealed in change requests and 5 stored idempotent answers under the first configured key.\n"
     )
     rotated = read_values(isolated.db, Cipher([new_key]), isolated.slug, None, "CLI_ROTATED")
     assert rotated == {"CLI_ROTATED": "value-three"}

@@ -9,7 +9,9 @@ from starlette.convertors import StringConvertor, register_url_convertor
 from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, ListAgents, UpdateAgent
 from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, OrgScoped, Page
 from service.agents import service
+from service.agents.models import AgentRow, AgentVersionRow
 from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
+from service.redaction import redacted
 from service.routing import api_router
 
 
@@ -36,7 +38,7 @@ StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's 
 def create_agent(body: CreateAgent, caller: Author, session: DbSession) -> Agent:
     """Create an agent with a draft and no versions. The stableKey is the agent's id for good."""
     agent = service.create_agent(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return Agent.model_validate(agent)
+    return _agent(agent)
 
 
 @router.post("/list", response_model=Page[Agent])
@@ -52,14 +54,14 @@ def list_agents(body: ListAgents, caller: Viewer, session: DbSession) -> Page[Ag
         limit=body.limit,
         offset=body.offset,
     )
-    items = [Agent.model_validate(agent) for agent in agents]
+    items = [_agent(agent) for agent in agents]
     return Page[Agent](items=items, limit=body.limit, offset=body.offset, total=total)
 
 
 @router.get(AGENT, response_model=Agent)
 def get_agent(stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Agent:
     agent = service.get_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
-    return Agent.model_validate(agent)
+    return _agent(agent)
 
 
 @router.patch(AGENT, response_model=Agent)
@@ -68,7 +70,7 @@ def update_agent(stable_key: StableKeyPath, body: UpdateAgent, caller: Author, s
     agent = service.update_agent(
         session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key, request=body
     )
-    return Agent.model_validate(agent)
+    return _agent(agent)
 
 
 @router.delete(AGENT, response_model=Agent)
@@ -77,7 +79,7 @@ def archive_agent(
 ) -> Agent:
     """Archive the agent and its versions: they vanish from reads, and the stableKey stays taken."""
     agent = service.archive_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
-    return Agent.model_validate(agent)
+    return _agent(agent)
 
 
 @router.post(AGENT + "/versions", response_model=AgentVersion)
@@ -86,7 +88,7 @@ def create_agent_version(
 ) -> AgentVersion:
     """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""
     version = service.snapshot_agent(session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key)
-    return AgentVersion.model_validate(version)
+    return _version(version)
 
 
 @router.get(AGENT + "/versions", response_model=Page[AgentVersion])
@@ -102,7 +104,7 @@ def list_agent_versions(
     versions, total = service.list_versions(
         session, org_id=caller.org_id_for(org_slug), stable_key=stable_key, limit=limit, offset=offset
     )
-    items = [AgentVersion.model_validate(version) for version in versions]
+    items = [_version(version) for version in versions]
     return Page[AgentVersion](items=items, limit=limit, offset=offset, total=total)
 
 
@@ -117,4 +119,19 @@ def get_agent_version(
     found = service.get_version(
         session, org_id=caller.org_id_for(org_slug), stable_key=stable_key, number=version
     )
-    return AgentVersion.model_validate(found)
+    return _version(found)
+
+
+def _agent(row: AgentRow) -> Agent:
+    """The agent as readers see it: the credentials in its providerConfig redacted."""
+    agent = Agent.model_validate(row)
+    return agent.model_copy(update={"provider_config": redacted(agent.provider_config)})
+
+
+def _version(row: AgentVersionRow) -> AgentVersion:
+    """The version as readers see it: the credentials in its snapshot's providerConfig redacted."""
+    version = AgentVersion.model_validate(row)
+    snapshot = version.snapshot.model_copy(
+        update={"provider_config": redacted(version.snapshot.provider_config)}
+    )
+    return version.model_copy(update={"snapshot": snapshot})

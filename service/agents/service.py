@@ -14,6 +14,7 @@ from service.deployments.states import forget_agent, refresh_agent
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import FleetRow
 from service.patches import patched_fields
+from service.redaction import restored
 
 # The draft fields a PATCH may change, by attribute name; fleet and tags are handled apart.
 DRAFT_FIELDS = ("name", "provider", "provider_config", "prompt_references")
@@ -34,7 +35,7 @@ def create_agent(session: Session, *, org_id: str, request: CreateAgent) -> Agen
         stable_key=stable_key,
         name=request.name or stable_key,
         provider=request.provider,
-        provider_config=request.provider_config,
+        provider_config=restored(request.provider_config, {}, field="providerConfig"),
         prompt_references=request.prompt_references,
         fleet_id=request.fleet_id,
         tag_rows=[AgentTagRow(tag=tag) for tag in request.tags],
@@ -86,9 +87,14 @@ def get_agent(session: Session, *, org_id: str, stable_key: str, for_update: boo
 
 
 def update_agent(session: Session, *, org_id: str, stable_key: str, request: UpdateAgent) -> AgentRow:
-    """Apply the fields the request sets to the draft; `fleetId: null` leaves the fleet."""
+    """Apply the fields the request sets to the draft; `fleetId: null` leaves the fleet. A credential
+    sent back as its placeholder keeps its stored value."""
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
     changes = patched_fields(request)
+    if "provider_config" in changes:
+        changes["provider_config"] = restored(
+            changes["provider_config"], agent.provider_config, field="providerConfig"
+        )
     if changes.get("fleet_id") is not None:
         _check_fleet(session, org_id=org_id, fleet_id=changes["fleet_id"])
     if "fleet_id" in changes:
@@ -98,8 +104,10 @@ def update_agent(session: Session, *, org_id: str, stable_key: str, request: Upd
     for field in DRAFT_FIELDS:
         if field in changes:
             setattr(agent, field, changes[field])
-    # Tag rows live in another table; the agent itself still counts as updated.
-    agent.updated_at = utcnow()
+    # Tag rows live in another table, yet a change of them updates the agent; a draft set to what it
+    # was updates nothing.
+    if session.is_modified(agent):
+        agent.updated_at = utcnow()
     session.flush()
     refresh_agent(session, agent_id=agent.id)
     return agent

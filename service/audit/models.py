@@ -11,8 +11,8 @@ from service.ids import new_id
 
 
 class AuditEventRow(Base):
-    """One change, appended in the transaction that made it; nothing updates or deletes it (the
-    database refuses both). Ids are time-ordered, so every page is a seek on (org_id, id)."""
+    """One change, appended in the transaction that made it; nothing updates, deletes or truncates
+    it (the database refuses all three). Ids are time-ordered, so every page is a seek on (org_id, id)."""
 
     __tablename__ = "audit_events"
     __table_args__ = (

@@ -1,10 +1,15 @@
 """Every route that changes something appends one audit event, in the transaction of the change.
 
 A route taking POST, PUT, PATCH or DELETE calls `record` when its function returns (service.routing):
-if its session wrote anything, one event is added to that same session before the commit: the actor (the route's `caller`), the action (the operation's id), the
-target (what the route returned: its type, id and name) and the fields the body set, secrets
-redacted. A request that fails writes nothing, its event included; a request that changed nothing
-(a list, a preview, a PATCH equal to what is stored) leaves none.
+if its session wrote anything, one event is added to that same session before the commit: the actor
+(the route's `caller`), the action (the operation's id), the target and the fields the body set,
+secret fields and credentials in free-form objects redacted (service/redaction.py), URLs cut to
+their host. The target is what the route returned: its type, id and name; a record without an id
+of its own names what it belongs to (a signing key its environment, a recovery its channel), and
+the organization's settings name the organization. A request that fails writes nothing, its event
+included; a request that changed nothing (a list, a preview, a PATCH or PUT equal to what is
+stored) leaves none: only a net change of a row counts as a write, not an attribute set to the
+value it had.
 
 A change applied by an approved change request is on record as its direct call would be
 (`record_applied`): the same action, target and fields, its requester the actor, naming the request.
@@ -28,12 +33,13 @@ from service.auth import Caller
 from service.db import utcnow
 from service.ids import new_id
 from service.logredact import redact_urls
+from service.redaction import REDACTED, shown
 from service.requestid import current_request_id
 
 WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
-REDACTED = "[redacted]"
 WROTE = "orgdeck_wrote"
 _WRAPPERS = re.compile(r"^(Created|Published)|(Detail|WithVersions)$")
+_NAMES = ("name", "stable_key", "email", "label")
 
 
 def record(session: Session, caller: Caller, action: str, result: Any, arguments: dict[str, Any]) -> None:
@@ -46,7 +52,7 @@ def record(session: Session, caller: Caller, action: str, result: Any, arguments
         "actor_member_id": caller.member_id,
         "actor_member_email": caller.member_email,
     }
-    _append(session, caller.org_id, actor, action, result, _changes(arguments))
+    _append(session, caller.org_id, caller.org_name, actor, action, result, _changes(arguments))
 
 
 def record_applied(
@@ -68,12 +74,13 @@ def record_applied(
         "actor_member_email": requester.email,
     }
     changes = _redacted(body) if body is not None else {}
-    _append(session, org_id, actor, action, result, changes, change_request_id=change_request_id)
+    _append(session, org_id, None, actor, action, result, changes, change_request_id=change_request_id)
 
 
 def _append(
     session: Session,
     org_id: str,
+    org_name: str | None,
     actor: dict[str, str | None],
     action: str,
     result: Any,
@@ -81,7 +88,7 @@ def _append(
     *,
     change_request_id: str | None = None,
 ) -> None:
-    target = _as_dict(result)
+    target_type, target_id, target_name = _target(result, org_id, org_name)
     # A plain INSERT on the session's connection: the unit of work would cost a write a third more.
     session.connection().execute(
         _APPEND,
@@ -91,9 +98,9 @@ def _append(
             "occurred_at": utcnow(),
             **actor,
             "action": action,
-            "target_type": _target_type(result),
-            "target_id": _first(target, "id", "stableKey"),
-            "target_name": _first(target, "name", "stableKey", "email", "label"),
+            "target_type": target_type,
+            "target_id": target_id,
+            "target_name": target_name,
             "request_id": current_request_id.get(),
             "changes": changes,
             "change_request_id": change_request_id,
@@ -104,10 +111,12 @@ def _append(
 _APPEND = insert(AuditEventRow)
 
 
-# A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE.
+# A session is marked when it flushes a change or runs an INSERT, UPDATE or DELETE. An object set to
+# the values it had is dirty without a change (the flush writes nothing for it), so only a net
+# change of one counts; the flush has not yet reset what each attribute held when this runs.
 @event.listens_for(Session, "after_flush")
 def _flushed(session: Session, _context: Any) -> None:
-    if session.new or session.dirty or session.deleted:
+    if session.new or session.deleted or any(session.is_modified(row) for row in session.dirty):
         session.info[WROTE] = True
 
 
@@ -130,7 +139,10 @@ def _redacted(body: Request) -> dict[str, Any]:
     set_fields = body.model_fields_set - {"org_slug"}
     secret = {fields[name].alias or name for name in set_fields if fields[name].repr is False}
     dumped = body.model_dump(mode="json", by_alias=True, include=set_fields)
-    return {key: REDACTED if key in secret else _without_urls(value) for key, value in sorted(dumped.items())}
+    return {
+        key: REDACTED if key in secret else _without_urls(shown(key, value))
+        for key, value in sorted(dumped.items())
+    }
 
 
 def _without_urls(value: Any) -> Any:
@@ -143,21 +155,35 @@ def _without_urls(value: Any) -> Any:
     return value
 
 
+def _target(result: Any, org_id: str, org_name: str | None) -> tuple[str | None, str | None, str | None]:
+    """The type, id and name of what a write changed, read from what it returned."""
+    values = _as_dict(result)
+    name = next((str(values[key]) for key in _NAMES if values.get(key) is not None), None)
+    if values.get("id") is not None:
+        return _target_type(result), str(values["id"]), name
+    owner = next((key for key in values if key.endswith("_id") and values[key] is not None), None)
+    if owner is not None:
+        return owner.removesuffix("_id"), str(values[owner]), name
+    return _target_type(result), org_id, org_name
+
+
 def _as_dict(result: Any) -> dict[str, Any]:
+    """The identifying fields of a result, by attribute name: its id, name, and the ids it names."""
     if isinstance(result, BaseModel):
-        return result.model_dump(by_alias=True, include={"id", "name", "stable_key", "email", "label"})
+        fields = type(result).model_fields
+        wanted = {"id", *_NAMES} | {name for name in fields if name.endswith("_id")}
+        return result.model_dump(by_alias=False, include=wanted & fields.keys())
     if isinstance(result, Response) and result.media_type == "application/json":
         loaded = json.loads(result.body)
-        return loaded if isinstance(loaded, dict) else {}
+        return {_snake(key): value for key, value in loaded.items()} if isinstance(loaded, dict) else {}
     return {}
 
 
 def _target_type(result: Any) -> str | None:
     if not isinstance(result, BaseModel):
         return None
-    name = _WRAPPERS.sub("", type(result).__name__)
+    return _snake(_WRAPPERS.sub("", type(result).__name__))
+
+
+def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
-
-
-def _first(values: dict[str, Any], *keys: str) -> str | None:
-    return next((str(values[key]) for key in keys if values.get(key) is not None), None)

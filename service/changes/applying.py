@@ -9,16 +9,14 @@ and approved at once, the first applies and the others find the state moved.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
 
-from pydantic import BaseModel
 from sqlalchemy.orm import Session
 
-from api.common import Request
 from api.deployments import DeploymentJob, DeploymentRequest
 from api.governance import CreatePolicy, Policy, PolicyWithVersions, UpdatePolicy
 from api.registries import MoveLabel
+from service.changes.applied import Applied
+from service.changes.environments import ENVIRONMENT_APPLIERS, environment_state, lock_target
 from service.changes.models import ChangeRequestRow
 from service.changes.plans import deployed_state
 from service.deployments import service as deployments
@@ -32,16 +30,6 @@ class Moved(ServiceError):
 
     code = "conflict"
 
-
-@dataclass(frozen=True)
-class Applied:
-    """What applying produced (the request's `result`), and the direct call it made: its operation
-    id (`action`), its body and its answer, which the change's audit event records."""
-
-    result: dict[str, Any]
-    action: str
-    body: Request | None
-    answer: BaseModel
 
 
 def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
@@ -137,8 +125,16 @@ def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
     )
 
 
+def apply_environment(session: Session, row: ChangeRequestRow) -> Applied:
+    lock_target(session, org_id=row.org_id, payload=row.payload)
+    if environment_state(session, org_id=row.org_id, payload=row.payload) != row.preview["before"]:
+        raise Moved(f"The {row.target} changed since the request was opened")
+    return ENVIRONMENT_APPLIERS[row.payload["action"]](session, row)
+
+
 APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], Applied]] = {
     "deployment": apply_deployment,
     "label": apply_label,
     "policy": apply_policy,
+    "environment": apply_environment,
 }

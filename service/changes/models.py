@@ -17,7 +17,10 @@ class ChangeRequestRow(Base):
     when it was opened); `preview` is what it changes, with the state it replaces (`before`), which
     must still hold when it is applied. `environment_id` names the environment whose protection
     governs it (its `requiredApprovals`, read whenever the request is shown or decided);
-    `required_approvals` is the count when it was opened, then when it was decided.
+    `required_approvals` is the count when it was opened, then when it was decided. `sealed` is a
+    secret the change carries (a secret's value, a new signing key), encrypted as stored secrets are
+    (service.crypto): installed as it is when the change is applied, dropped when the request is
+    decided, in no answer.
     """
 
     __tablename__ = "change_requests"
@@ -32,6 +35,7 @@ class ChangeRequestRow(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     preview: Mapped[dict[str, Any]] = mapped_column(JSON)
     environment_id: Mapped[str | None] = mapped_column(String(40))
+    sealed: Mapped[str | None] = mapped_column(Text)
     required_approvals: Mapped[int] = mapped_column(Integer)
     requested_by_key_id: Mapped[str] = mapped_column(String(40))
     requested_by_key_name: Mapped[str] = mapped_column(String(200))

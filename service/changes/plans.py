@@ -5,39 +5,63 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, SecretStr, ValidationError
+from pydantic.alias_generators import to_camel
 from sqlalchemy.orm import Session
 
 from api.changes import (
+    ENVIRONMENT_CHANGES,
+    EnvironmentDeleteChange,
+    EnvironmentUpdateChange,
     PolicyDeleteChange,
     PolicyUpdateChange,
+    SecretChange,
+    SecretDeleteChange,
+    SigningKeyChange,
+    ToolDeploymentChange,
 )
-from api.deployments import DeploymentRequest
+from api.deployments import DeploymentRequest, FieldChange
 from api.governance import CreatePolicy
 from api.registries import MoveLabel
+from service.changes.environments import TOOL_RECORD_FIELDS, as_patch, environment_fields, environment_state
+from service.changes.protection import secret_carriers
 from service.deployments import service as deployments
+from service.deployments.changes import mapping_changes, value_changes
 from service.deployments.models import AgentDeploymentRow
 from service.deployments.service import agent_previews
+from service.environments import service as environments
+from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
 from service.governance import service as governance
 from service.governance.models import PolicyRow
+from service.patches import patched_fields
 from service.registries import service as registries
+from service.tools import service as tools
+from service.webhooks import new_secret
 
 POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
+# What a preview shows in place of a secret's value or a signing key: never the value itself.
+NEW_VALUE = "[new value]"
 
 
 @dataclass(frozen=True)
 class Planned:
     """A change as it will be applied (`payload`), what it changes (`preview`), and the environment
-    whose protection governs it (its requiredApprovals; without one, a change needs one approval)."""
+    whose protection governs it (its requiredApprovals; without one, a change needs one approval).
+
+    `secret` is a value the change carries that no answer shows (a secret's value), sealed in the
+    request; one `shown_once` (a new signing key) is in the answer that opens it, and no other.
+    """
 
     payload: dict[str, Any]
     preview: dict[str, Any]
     target: str
     environment_id: str | None = None
+    secret: str | None = None
+    shown_once: bool = False
 
 
 def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
@@ -129,6 +153,205 @@ def _policy_plan(
     )
 
 
+def plan_environment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
+    action = payload.get("action")
+    if not isinstance(action, str) or action not in ENVIRONMENT_CHANGES:
+        raise InvalidInput(
+            f"payload.action must be one of {', '.join(ENVIRONMENT_CHANGES)}", field="payload.action"
+        )
+    # A secret's value, sealed when the request was parsed (api.changes), is checked as the direct
+    # call checks it.
+    unsealed = {key: v.get_secret_value() if isinstance(v, SecretStr) else v for key, v in payload.items()}
+    change = _parsed(ENVIRONMENT_CHANGES[action], unsealed, org_slug)
+    return _ENVIRONMENT_PLANNERS[action](session, org_id, change)
+
+
+def _plan_update(session: Session, org_id: str, change: EnvironmentUpdateChange) -> Planned:
+    environment = environments.get_environment(session, org_id=org_id, environment_id=change.environment_id)
+    payload = _payload(change)
+    changes = environments.checked_changes(
+        session, environment=environment, changes=patched_fields(as_patch(payload))
+    )
+    fields = [
+        field_change
+        for field, value in changes.items()
+        for field_change in value_changes(to_camel(field), getattr(environment, field), value)
+    ]
+    if not fields:
+        raise InvalidInput(
+            "The payload changes nothing: each field it sets has that value already", field="payload"
+        )
+    notes = []
+    if environment.protected and changes.get("name", environment.name) != environment.name:
+        notes.append(
+            f"The name '{environment.name}' stays protected: applying this also creates a protected "
+            "builtin environment under it, so that deployments by that name still need review."
+        )
+    return _environment_plan(environment, payload, fields, environment_fields(environment), notes=notes)
+
+
+def _plan_delete(session: Session, org_id: str, change: EnvironmentDeleteChange) -> Planned:
+    environment = environments.get_environment(session, org_id=org_id, environment_id=change.environment_id)
+    environments.require_unused(session, environment)
+    before = environment_fields(environment)
+    fields = [
+        field_change for field, value in before.items() for field_change in value_changes(field, value, None)
+    ]
+    notes = [
+        f"Its secrets ({environment.secret_count}), signing key, tool deployment records and jobs are "
+        f"deleted with it, and the name '{environment.name}' is free again."
+    ]
+    return _environment_plan(environment, _payload(change), fields, before, notes=notes, what="(delete)")
+
+
+def _plan_signing_key(session: Session, org_id: str, change: SigningKeyChange) -> Planned:
+    environment = environments.named_environment(session, org_id=org_id, environment_id=change.environment_id)
+    payload = _payload(change)
+    before = environment_state(session, org_id=org_id, payload=payload)
+    field = FieldChange(
+        field="signingKey",
+        kind="changed" if before else "added",
+        before=before["createdAt"] if before else None,
+        after=NEW_VALUE,
+    )
+    planned = _environment_plan(environment, payload, [field], before, what="(signing key)")
+    return replace(planned, secret=new_secret(), shown_once=True)
+
+
+def _plan_tool_deployment(session: Session, org_id: str, change: ToolDeploymentChange) -> Planned:
+    environment = tools.record_environment(session, org_id=org_id, name=change.environment)
+    payload = _payload(change)
+    before = environment_state(session, org_id=org_id, payload=payload)
+    current = before["record"] or {}
+    fields = [
+        field_change
+        for wire in TOOL_RECORD_FIELDS
+        if wire != "toolProviderConfig"
+        for field_change in value_changes(wire, current.get(wire), payload[wire])
+    ]
+    # Named like credentials, a config's values are redacted, as a deployment's preview redacts them.
+    fields += mapping_changes(
+        "toolProviderConfig", current.get("toolProviderConfig") or {}, payload.get("toolProviderConfig") or {}
+    )
+    return _environment_plan(environment, payload, fields, before, what=f"(tool {change.tool_key})")
+
+
+def _plan_set_secret(session: Session, org_id: str, change: SecretChange) -> Planned:
+    payload = _payload(change, exclude={"value"})
+    before = environment_state(session, org_id=org_id, payload=payload)
+    field = FieldChange(
+        field=f"secrets.{change.name}",
+        kind="changed" if before else "added",
+        before=f"version {before['version']}" if before else None,
+        after=NEW_VALUE,
+    )
+    planned = _secret_plan(session, org_id, change.name, change.environment_id, payload, field, before)
+    return replace(planned, secret=change.value)
+
+
+def _plan_delete_secret(session: Session, org_id: str, change: SecretDeleteChange) -> Planned:
+    secret = environments.get_secret(session, org_id=org_id, secret_id=change.secret_id)
+    field = FieldChange(field=f"secrets.{secret.name}", kind="removed", before=f"version {secret.version}")
+    payload = _payload(change)
+    before = environment_state(session, org_id=org_id, payload=payload)
+    fallback = (
+        environments.find_secret(session, org_id=org_id, name=secret.name, environment_id=None)
+        if secret.environment_id is not None
+        else None
+    )
+    notes = (
+        [f"The environment then carries the organization-wide {secret.name} (version {fallback.version})."]
+        if fallback is not None
+        else []
+    )
+    return _secret_plan(
+        session, org_id, secret.name, secret.environment_id, payload, field, before, notes=notes
+    )
+
+
+def _environment_plan(
+    environment: EnvironmentRow,
+    payload: dict[str, Any],
+    fields: list[FieldChange],
+    before: Any,
+    *,
+    notes: list[str] | None = None,
+    what: str = "",
+) -> Planned:
+    """A change to one environment: its field changes, and the state it replaces (`before`, as
+    service.changes.environments.environment_state reads it)."""
+    preview = {
+        "action": payload["action"],
+        "environmentId": environment.id,
+        "environmentName": environment.name,
+        "changes": [field.model_dump(mode="json") for field in fields],
+        "notes": notes or [],
+        "before": before,
+    }
+    return Planned(
+        payload=payload,
+        preview=preview,
+        target=f"environment {environment.name} {what}".rstrip(),
+        environment_id=environment.id,
+    )
+
+
+def _secret_plan(
+    session: Session,
+    org_id: str,
+    name: str,
+    environment_id: str | None,
+    payload: dict[str, Any],
+    field: FieldChange,
+    before: dict[str, Any] | None,
+    *,
+    notes: list[str] | None = None,
+) -> Planned:
+    """A change to a secret: its name and scope, the protected environments that carry it (whose
+    strictest rule it needs), and the version it replaces (`before`); never its value."""
+    scope = (
+        environments.named_environment(session, org_id=org_id, environment_id=environment_id)
+        if environment_id
+        else None
+    )
+    carriers = secret_carriers(session, org_id=org_id, name=name, environment_id=environment_id)
+    preview = {
+        "action": payload["action"],
+        "secret": {
+            "name": name,
+            "environmentId": environment_id,
+            "scope": f"environment {scope.name}" if scope else "organization-wide",
+        },
+        "changes": [field.model_dump(mode="json")],
+        "carriedBy": [environment.name for environment in carriers],
+        "notes": notes or [],
+        "before": before,
+    }
+    # The strictest of the protected environments that carry it decides (counted when it is decided).
+    governing = max(carriers, key=lambda environment: environment.required_approvals, default=scope)
+    return Planned(
+        payload=payload,
+        preview=preview,
+        target=f"secret {name} of environment {scope.name}" if scope else f"organization-wide secret {name}",
+        environment_id=governing.id if governing is not None else None,
+    )
+
+
+def _payload(change: BaseModel, *, exclude: set[str] | None = None) -> dict[str, Any]:
+    """A change as its request stores it: the fields sent, in wire form."""
+    return change.model_dump(mode="json", by_alias=True, exclude_unset=True, exclude=exclude)
+
+
+_ENVIRONMENT_PLANNERS: dict[str, Callable[[Session, str, Any], Planned]] = {
+    "update": _plan_update,
+    "delete": _plan_delete,
+    "setSecret": _plan_set_secret,
+    "deleteSecret": _plan_delete_secret,
+    "signingKey": _plan_signing_key,
+    "toolDeployment": _plan_tool_deployment,
+}
+
+
 def _parsed(shape: type[Shape], payload: dict[str, Any], org_slug: str) -> Shape:
     """The payload as the direct call's body; its orgSlug, when it has one, is the request's."""
     values = dict(payload)
@@ -150,6 +373,7 @@ PLANNERS: dict[str, Callable[[Session, str, str, dict[str, Any]], Planned]] = {
     "deployment": plan_deployment,
     "label": plan_label,
     "policy": plan_policy,
+    "environment": plan_environment,
 }
 
 

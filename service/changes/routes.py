@@ -9,6 +9,7 @@ from api.changes import (
     CHANGE_STATUSES,
     CancelChangeRequest,
     ChangeRequest,
+    CreatedChangeRequest,
     OpenChangeRequest,
     OrgSettings,
     OrgSettingsUpdate,
@@ -16,25 +17,45 @@ from api.changes import (
 )
 from api.common import DEFAULT_PAGE_SIZE, Page
 from service.changes import service
+from service.crypto import cipher_for
 from service.deployments.service import parse_statuses
-from service.deps import Admin, Author, DbSession, EnumListQuery, LimitQuery, OrgSlugQuery, Viewer
+from service.deps import (
+    Admin,
+    AppSettings,
+    Author,
+    DbSession,
+    EnumListQuery,
+    LimitQuery,
+    OrgSlugQuery,
+    Viewer,
+)
 from service.routing import api_router
 
 router = api_router("", tags=["Reviewed changes"])
 
 ChangeRequestId = Annotated[str, Path(alias="changeRequestId", description="The request's id (chg_…).")]
 StatusQuery = Annotated[list[str], EnumListQuery(CHANGE_STATUSES, "Statuses")]
-KindQuery = Annotated[list[str], EnumListQuery(CHANGE_KINDS, "Kinds (deployment, label, policy)")]
+KindQuery = Annotated[
+    list[str], EnumListQuery(CHANGE_KINDS, "Kinds (deployment, label, policy, environment)")
+]
 
 
-@router.post("/change-requests", response_model=ChangeRequest)
-def open_change_request(body: OpenChangeRequest, caller: Author, session: DbSession) -> ChangeRequest:
+@router.post("/change-requests", response_model=CreatedChangeRequest)
+def open_change_request(
+    body: OpenChangeRequest, caller: Author, session: DbSession, settings: AppSettings
+) -> CreatedChangeRequest:
     """Open a request for a change, with its preview; nothing is applied until it is approved.
 
-    Needs the role of the change itself: operator for a deployment, author for a label or a policy.
+    Needs the role of the change itself: operator for a deployment or an environment change, author
+    for a label or a policy. A secret's value in it is kept encrypted and never answered; a new
+    signing key (an environment's signingKey action) is answered here only.
     """
     return service.open_change_request(
-        session, caller=caller, org_id=caller.org_id_for(body.org_slug), request=body
+        session,
+        caller=caller,
+        cipher=cipher_for(settings),
+        org_id=caller.org_id_for(body.org_slug),
+        request=body,
     )
 
 

@@ -22,6 +22,7 @@ from api.changes import (
     CHANGE_ROLES,
     DEFAULT_TTL_DAYS,
     ChangeRequest,
+    CreatedChangeRequest,
     OpenChangeRequest,
     OrgSettings,
     OrgSettingsUpdate,
@@ -34,11 +35,13 @@ from service.changes.applying import APPLIERS
 from service.changes.counting import Standing, standings
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import PLANNERS
+from service.crypto import Cipher, reencrypt_column
 from service.db import Database, utcnow
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
 from service.ids import is_id
 from service.orgs.models import OrganizationRow
+from service.redaction import redacted
 from service.settings import Settings
 
 # -- settings -------------------------------------------------------------------------------
@@ -70,9 +73,10 @@ def _ttl(session: Session, org_id: str) -> timedelta:
 
 
 def open_change_request(
-    session: Session, *, caller: Caller, org_id: str, request: OpenChangeRequest
-) -> ChangeRequest:
-    """Check the change as its direct call would, pin it and preview it; nothing is applied."""
+    session: Session, *, caller: Caller, cipher: Cipher, org_id: str, request: OpenChangeRequest
+) -> CreatedChangeRequest:
+    """Check the change as its direct call would, pin it and preview it; nothing is applied. A secret
+    it carries is sealed in the request with `cipher`; a new signing key is answered here, once."""
     _require_role(caller, request.kind, "Opening")
     planned = PLANNERS[request.kind](session, org_id, request.org_slug, request.payload)
     row = ChangeRequestRow(
@@ -84,6 +88,7 @@ def open_change_request(
         payload=planned.payload,
         preview=planned.preview,
         environment_id=planned.environment_id,
+        sealed=cipher.encrypt(planned.secret) if planned.secret is not None else None,
         requested_by_key_id=caller.key_id,
         requested_by_key_name=caller.key_name,
         requested_by_member_id=caller.member_id,
@@ -95,7 +100,15 @@ def open_change_request(
     session.add(row)
     session.flush()
     record_event(session, org_id=org_id, type="change_request.opened", payload=_event_payload(row))
-    return _record(row, _ttl(session, org_id), standing)
+    return CreatedChangeRequest(
+        **dict(_record(row, _ttl(session, org_id), standing)),
+        signing_key=planned.secret if planned.shown_once else None,
+    )
+
+
+def rotate_sealed(session: Session, *, cipher: Cipher) -> int:
+    """Re-encrypt the secrets that undecided change requests carry under the first configured key."""
+    return reencrypt_column(session, cipher=cipher, column=ChangeRequestRow.sealed)
 
 
 # -- reviewing ------------------------------------------------------------------------------
@@ -234,6 +247,7 @@ def _decide(session: Session, row: ChangeRequestRow, status: str, standing: Stan
     row.required_approvals = standing.required
     for review in row.reviews:
         review.not_counted_because = standing.not_counted.get(review.id)
+    row.sealed = None  # applied, it lives where it was installed; otherwise nowhere
     session.flush()
     record_event(session, org_id=row.org_id, type="change_request.decided", payload=_event_payload(row))
 
@@ -311,6 +325,10 @@ def _standing_when_decided(row: ChangeRequestRow) -> Standing:
 
 
 def _record(row: ChangeRequestRow, ttl: timedelta, standing: Standing) -> ChangeRequest:
+    """The request as readers see it: the stored payload keeps its credentials, to be applied as
+    sent; what is shown of it has them redacted. A preview is the service's own record, its changes
+    redacted when planned; only the state it pinned (`before`, e.g. a tool record's config) is
+    free-form."""
     reviews = [_review(review, standing.not_counted.get(review.id)) for review in row.reviews]
     return ChangeRequest(
         id=row.id,
@@ -318,8 +336,8 @@ def _record(row: ChangeRequestRow, ttl: timedelta, standing: Standing) -> Change
         status=_status(row, ttl),
         target=row.target,
         reason=row.reason,
-        payload=row.payload,
-        preview=row.preview,
+        payload=redacted(row.payload),
+        preview=row.preview | {"before": redacted(row.preview.get("before"))},
         requested_by=_requester(row),
         required_approvals=standing.required,
         approvals=[review for review in reviews if review.verdict == "approve"],

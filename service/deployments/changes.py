@@ -1,29 +1,15 @@
-"""What a deployment would change: field-by-field differences between configs, with credential values
-redacted. The preview and the jobs diff what runs against what would run; the evaluation of drift
-(service/deployments/states.py) diffs the draft against the running version with the same rules."""
+"""What a deployment would change: field-by-field differences between configs, with credentials
+redacted (service/redaction.py). The preview and the jobs diff what runs against what would run;
+the evaluation of drift (service/deployments/states.py) diffs the draft against the running version
+with the same rules."""
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from api.deployments import FieldChange
 from service.deployments.models import AgentDeploymentRow
-
-# Values of providerConfig keys named like credentials are never shown in a diff (compared with
-# separators and case removed, so `api_key`, `apiKey` and `API-KEY` are alike; `maxTokens` is not).
-SENSITIVE_KEY_PARTS = (
-    "secret",
-    "password",
-    "passwd",
-    "apikey",
-    "credential",
-    "privatekey",
-    "accesstoken",
-    "authtoken",
-)
-SENSITIVE_KEYS = frozenset({"token", "auth", "authorization"})
-REDACTED = "[redacted]"
+from service.redaction import shown
 
 
 def diff_deployment(
@@ -62,16 +48,7 @@ def mapping_changes(field: str, before: dict[str, Any], after: dict[str, Any]) -
     for key in sorted(before.keys() | after.keys()):
         if key in before and key in after and before[key] == after[key]:
             continue
-        old, new = _shown(key, before.get(key)), _shown(key, after.get(key))
+        old, new = shown(key, before.get(key)), shown(key, after.get(key))
         kind = "added" if key not in before else "removed" if key not in after else "changed"
         changes.append(FieldChange(field=f"{field}.{key}", kind=kind, before=old, after=new))
     return changes
-
-
-def _shown(key: str, value: Any) -> Any:
-    return REDACTED if value is not None and _sensitive(key) else value
-
-
-def _sensitive(key: str) -> bool:
-    letters = re.sub(r"[^a-z]", "", key.lower())
-    return letters in SENSITIVE_KEYS or any(part in letters for part in SENSITIVE_KEY_PARTS)

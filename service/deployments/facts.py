@@ -66,10 +66,12 @@ def _prompt_key(reference: str | None) -> PromptKey | None:
     return (match["org"], match["registry"], match["artifact"]) if match else None
 
 
-def readable_prompt(facts: Facts, reference: str | None, *, org_id: str) -> PromptFact | None:
+def readable_prompt(
+    prompts: dict[PromptKey, PromptFact], reference: str | None, *, org_id: str
+) -> PromptFact | None:
     """The referenced artifact, if the org may read it (its own registry, or a public one)."""
     key = _prompt_key(reference)
-    prompt = facts.prompts.get(key) if key else None
+    prompt = prompts.get(key) if key else None
     if prompt is None or not (prompt.public or prompt.org_id == org_id):
         return None
     return prompt
@@ -94,7 +96,7 @@ def load_facts(session: Session, rows: list[DeploymentStateRow]) -> Facts:
     facts.versions = _versions(session, facts.deployed.values(), facts.agents.values())
     tool_keys = {key for d in facts.deployed.values() for key in d.config.get("toolRefs") or []}
     facts.tool_hashes = deployed_tool_hashes(session, environment_ids=environment_ids, tool_keys=tool_keys)
-    facts.prompts = _prompts(session, facts.deployed.values())
+    facts.prompts = load_prompts(session, _pinned_references(facts.deployed.values()))
     org_ids = {row.org_id for row in rows}
     facts.stale_after_days = dict(
         session.execute(
@@ -151,13 +153,18 @@ def deployed_tool_hashes(
     return {(env_id, key): digest for env_id, key, digest in session.execute(query)}
 
 
-def _prompts(session: Session, deployed: Iterable[AgentDeploymentRow]) -> dict[PromptKey, PromptFact]:
-    """The versions of every prompt artifact a running config pins (live registries only)."""
-    keys = set()
+def _pinned_references(deployed: Iterable[AgentDeploymentRow]) -> set[str | None]:
+    """The prompt reference of every pin of the running configs."""
+    pinned: set[str | None] = set()
     for d in deployed:
         references = d.config.get("promptReferences") or {}
-        keys |= {_prompt_key(references.get(name)) for name in d.config.get("promptPins") or {}}
-    keys.discard(None)
+        pinned |= {references.get(name) for name in d.config.get("promptPins") or {}}
+    return pinned
+
+
+def load_prompts(session: Session, references: Iterable[str | None]) -> dict[PromptKey, PromptFact]:
+    """The versions of every prompt artifact the references name (live registries only), by key."""
+    keys = {key for key in map(_prompt_key, references) if key is not None}
     if not keys:
         return {}
     artifacts = session.execute(

@@ -1,12 +1,11 @@
 from __future__ import annotations
 
-from datetime import date
 from typing import Annotated
 
 from fastapi import Path, Query
 from fastapi.responses import Response
 
-from api.common import DEFAULT_PAGE_SIZE, Page
+from api.common import DEFAULT_PAGE_SIZE, Day, Page
 from api.deployments import (
     AGENT_STATES,
     DEFAULT_JOB_PAGE_SIZE,
@@ -126,10 +125,10 @@ def list_jobs(
     environment_id: Annotated[str | None, Query(alias="environmentId", min_length=1, max_length=40)] = None,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
     start: Annotated[
-        date | None, Query(description="Created from this UTC day (YYYY-MM-DD), inclusive.")
+        Day | None, Query(description="Created from this UTC day (YYYY-MM-DD), inclusive.")
     ] = None,
     end: Annotated[
-        date | None, Query(description="Created up to this UTC day (YYYY-MM-DD), inclusive.")
+        Day | None, Query(description="Created up to this UTC day (YYYY-MM-DD), inclusive.")
     ] = None,
     limit: JobLimitQuery = float(DEFAULT_JOB_PAGE_SIZE),
     cursor: Annotated[str | None, Query(max_length=40, description="A page's nextCursor.")] = None,
@@ -164,10 +163,10 @@ def get_job(
 
 
 StartQuery = Annotated[
-    date | None,
+    Day | None,
     Query(description="First UTC day (YYYY-MM-DD), inclusive; default: 90 days before `end`."),
 ]
-EndQuery = Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive; default: today.")]
+EndQuery = Annotated[Day | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive; default: today.")]
 EnvironmentFilter = Annotated[
     str | None,
     Query(alias="environmentId", min_length=1, max_length=40, description="Only this environment."),
@@ -239,8 +238,8 @@ def deployment_history(
     status: Annotated[
         list[str], EnumListQuery(history.AGENT_RESULT_STATUSES, "Agent results (pending, complete, error)")
     ] = [],  # noqa: B006 (FastAPI copies defaults)
-    start: Annotated[date | None, Query(description="First UTC day (YYYY-MM-DD), inclusive.")] = None,
-    end: Annotated[date | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive.")] = None,
+    start: Annotated[Day | None, Query(description="First UTC day (YYYY-MM-DD), inclusive.")] = None,
+    end: Annotated[Day | None, Query(description="Last UTC day (YYYY-MM-DD), inclusive.")] = None,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[HistoryEntry]:

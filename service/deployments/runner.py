@@ -38,6 +38,7 @@ from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
 from service.ids import new_id
 from service.outbound import OutboundRefused, check_outbound_url
+from service.redaction import hidden_values, redacted_text
 from service.settings import Settings
 from service.webhooks import signature_headers
 
@@ -193,14 +194,22 @@ def _deploy_to_webhook(
         "agents": manifest_agents,
     }
     sent = [agent["stableKey"] for agent in manifest_agents]
+    reported: Outcome
     try:
         check_outbound_url(url, settings)
         answer = _post_signed(url, manifest, message_id=claim.job_id, key=key)
     except OutboundRefused as exc:
-        return outcome | dict.fromkeys(sent, f"Webhook URL refused: {exc}")
+        reported = dict.fromkeys(sent, f"Webhook URL refused: {exc}")
     except httpx.HTTPError as exc:
-        return outcome | dict.fromkeys(sent, f"Webhook call failed: {type(exc).__name__}: {exc}"[:500])
-    return outcome | _results_from(answer, sent)
+        reported = dict.fromkeys(sent, f"Webhook call failed: {type(exc).__name__}: {exc}"[:500])
+    else:
+        reported = _results_from(answer, sent)
+    # An error is shown to every reader of the job and may quote what the target was sent: the
+    # secrets and credentials of the manifest never.
+    hidden = set(values.values()).union(*(hidden_values(agent["config"]) for agent in manifest_agents))
+    return outcome | {
+        stable_key: redacted_text(error, hidden) if error else None for stable_key, error in reported.items()
+    }
 
 
 def _with_secrets(value: Any, secrets: dict[str, str]) -> Any:

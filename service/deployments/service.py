@@ -21,11 +21,12 @@ from api.deployments import (
     PreviewWarning,
 )
 from service.agents.models import AgentRow, AgentVersionRow
-from service.changes.protection import require_review_of_deployment
+from service.changes.protection import require_review_of_deployment, require_review_of_environment
 from service.changes.references import change_request_references
 from service.crypto import Cipher, reencrypt_column
 from service.db import utcnow
 from service.deployments.changes import diff_deployment
+from service.deployments.facts import load_prompts, readable_prompt
 from service.deployments.models import (
     AgentDeploymentRow,
     DeploymentJobAgentRow,
@@ -35,6 +36,7 @@ from service.deployments.models import (
 from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
+from service.redaction import restored
 from service.tools.models import ToolRow
 from service.webhooks import new_secret
 
@@ -72,6 +74,7 @@ def plan_deployment(
     agents = _agents(session, org_id=org_id, stable_keys=request.agent_stable_keys)
     _check_tool_refs(session, org_id=org_id, tool_refs=request.tool_refs or [])
     versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
+    _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
     planned = []
     for agent in agents:
@@ -229,16 +232,29 @@ def create_signing_key(
     session: Session, *, cipher: Cipher, org_id: str, environment_id: str
 ) -> tuple[DeploymentSigningKeyRow, str]:
     """A new signing key for the environment's webhook target (replacing any), and its value."""
-    environment = _environment(session, org_id=org_id, environment_id=environment_id)
     value = new_secret()
+    key = install_signing_key(
+        session, org_id=org_id, environment_id=environment_id, ciphertext=cipher.encrypt(value)
+    )
+    return key, value
+
+
+def install_signing_key(
+    session: Session, *, org_id: str, environment_id: str, ciphertext: str, reviewed: bool = False
+) -> DeploymentSigningKeyRow:
+    """Make a key already encrypted (a change request carries it so) the environment's signing key,
+    replacing any; a protected environment's only by an approved change request (`reviewed`)."""
+    environment = _environment(session, org_id=org_id, environment_id=environment_id)
+    if not reviewed:
+        require_review_of_environment(environment, "signingKey", field="environmentId")
     key = session.get(DeploymentSigningKeyRow, environment.id)
     if key is None:
         key = DeploymentSigningKeyRow(environment_id=environment.id, org_id=org_id, ciphertext="")
         session.add(key)
-    key.ciphertext = cipher.encrypt(value)
+    key.ciphertext = ciphertext
     key.created_at = utcnow()  # a replaced key is a new key
     session.flush()
-    return key, value
+    return key
 
 
 def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
@@ -247,8 +263,12 @@ def rotate_signing_keys(session: Session, *, cipher: Cipher) -> int:
 
 
 def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dict[str, Any]:
-    """What an agent version runs with once the request's overrides are applied."""
-    provider_config = {**snapshot["providerConfig"], **(request.agent_provider_config or {})}
+    """What an agent version runs with once the request's overrides are applied (a credential sent
+    as its placeholder keeps the version's value)."""
+    overrides = restored(
+        request.agent_provider_config or {}, snapshot["providerConfig"], field="agentProviderConfig"
+    )
+    provider_config = {**snapshot["providerConfig"], **overrides}
     pins = {request.prompt_name: request.version} if request.prompt_name and request.version else {}
     return {
         "name": snapshot["name"],
@@ -314,6 +334,36 @@ def _versions(
     if missing:
         raise InvalidInput(f"No such agent versions: {', '.join(missing)}", field="agentVersions")
     return found
+
+
+def _check_prompt_pin(
+    session: Session, *, org_id: str, request: DeploymentRequest, versions: list[AgentVersionRow]
+) -> None:
+    """A pin names a prompt reference of every agent deployed, and a version of the artifact each of
+    those references names, in a registry the organization may read (its own, or a public one)."""
+    name, pinned = request.prompt_name, request.version
+    if name is None or pinned is None:
+        return
+    references = {
+        version.stable_key: (version.snapshot.get("promptReferences") or {}).get(name) for version in versions
+    }
+    lacking = sorted(stable_key for stable_key, reference in references.items() if reference is None)
+    if lacking:
+        raise InvalidInput(
+            f"promptName '{name}' is not a prompt reference of {', '.join(lacking)}", field="promptName"
+        )
+    prompts = load_prompts(session, references.values())
+    for reference in sorted(set(references.values())):
+        prompt = readable_prompt(prompts, reference, org_id=org_id)
+        if prompt is None:
+            raise InvalidInput(
+                f"promptName '{name}' refers to '{reference}', which names no prompt artifact this "
+                "organization can read",
+                field="promptName",
+            )
+        if all(known.version != pinned for known in prompt.versions):
+            artifact = reference.partition("@")[0]
+            raise InvalidInput(f"version '{pinned}' is not a version of '{artifact}'", field="version")
 
 
 def _check_tool_refs(session: Session, *, org_id: str, tool_refs: Sequence[str]) -> None:

@@ -336,7 +336,7 @@ def _newer(
     watches_prompts = False
     references = deployed.config.get("promptReferences") or {}
     for name, pinned in sorted((deployed.config.get("promptPins") or {}).items()):
-        prompt = readable_prompt(facts, references.get(name), org_id=org_id)
+        prompt = readable_prompt(facts.prompts, references.get(name), org_id=org_id)
         if prompt is None:
             continue
         watches_prompts = True

@@ -16,6 +16,11 @@ from sqlalchemy.orm import Session
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from api.members import role_at_least
 from service.agents.models import AgentRow
+from service.changes.protection import (
+    require_review_of_environment,
+    require_review_of_environment_fields,
+    require_review_of_secret,
+)
 from service.crypto import Cipher, reencrypt_column
 from service.db import insert_unless_taken, utcnow
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
@@ -78,25 +83,64 @@ PROTECTION_FIELDS = ("protected", "required_approvals")
 
 
 def update_environment(
-    session: Session, *, org_id: str, environment_id: str, request: UpdateEnvironment, role: str
+    session: Session,
+    *,
+    org_id: str,
+    environment_id: str,
+    request: UpdateEnvironment,
+    role: str,
+    reviewed: bool = False,
 ) -> EnvironmentRow:
-    """Apply the given fields. Switching to `builtin` drops the webhook URL, which it does not use.
-    Protection rules (`protected`, `requiredApprovals`) change only by an admin (`role`)."""
+    """Apply the given fields. Protection rules (`protected`, `requiredApprovals`) change only by an
+    admin (`role`); a protected environment's name, target and webhook URL (judged as it was before
+    this request) only by an approved change request (`reviewed`)."""
     changes = patched_fields(request)
     if any(field in changes for field in PROTECTION_FIELDS) and not role_at_least(role, "admin"):
         raise InsufficientRole(needed="admin", held=role, action="Changing protected or requiredApprovals")
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    changes = checked_changes(session, environment=environment, changes=changes)
+    if not reviewed:
+        require_review_of_environment_fields(environment, changes)
+    for field, value in changes.items():
+        setattr(environment, field, value)
+    session.flush()
+    return environment
+
+
+def checked_changes(
+    session: Session, *, environment: EnvironmentRow, changes: dict[str, Any]
+) -> dict[str, Any]:
+    """A PATCH's fields as they would be applied, checked: switching to `builtin` drops the webhook
+    URL, which it does not use; a new name must be free."""
     target = changes.get("target", environment.target)
     if target == "builtin" and "webhook_url" not in changes:
         changes = {**changes, "webhook_url": None}
     _check_target(target, changes.get("webhook_url", environment.webhook_url))
     new_name = changes.get("name", environment.name)
-    if new_name != environment.name and find_environment_by_name(session, org_id=org_id, name=new_name):
+    if new_name != environment.name and find_environment_by_name(
+        session, org_id=environment.org_id, name=new_name
+    ):
         raise _name_taken(new_name)
-    for field, value in changes.items():
-        setattr(environment, field, value)
+    return changes
+
+
+def hold_name(session: Session, *, renamed: EnvironmentRow, name: str) -> EnvironmentRow:
+    """After a protected environment's reviewed rename: a protected `builtin` environment under its
+    old name, in the same transaction, so that a pipeline still deploying by that name meets review
+    (and, approved, a target that sends nothing anywhere) rather than an unprotected environment
+    someone created in its place. Deleting it, through review, frees the name."""
+    holder = EnvironmentRow(
+        org_id=renamed.org_id,
+        name=name,
+        description=f"Renamed to '{renamed.name}'. Kept protected so that deployments by this name "
+        "still need review; delete it through a change request once nothing deploys by it.",
+        target="builtin",
+        protected=True,
+        required_approvals=renamed.required_approvals,
+    )
+    session.add(holder)
     session.flush()
-    return environment
+    return holder
 
 
 def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dict[str, Row[Any]]:
@@ -133,10 +177,22 @@ def signing_key_dates(session: Session, *, environment_ids: Sequence[str]) -> di
     return {environment_id: created_at for environment_id, created_at in session.execute(query)}
 
 
-def delete_environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
+def delete_environment(
+    session: Session, *, org_id: str, environment_id: str, reviewed: bool = False
+) -> EnvironmentRow:
     """Delete an environment where no agent is deployed; its secrets, tool deployment records and
-    jobs go with it (foreign keys)."""
+    jobs go with it (foreign keys). A protected one only by an approved change request (`reviewed`)."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    if not reviewed:
+        require_review_of_environment(environment, "delete", field="environmentId")
+    require_unused(session, environment)
+    session.delete(environment)
+    session.flush()
+    return environment
+
+
+def require_unused(session: Session, environment: EnvironmentRow) -> None:
+    """Refuse (400 `in_use`) deleting an environment where agents run."""
     deployed = session.scalar(
         select(func.count())
         .select_from(AgentDeploymentRow)
@@ -151,26 +207,44 @@ def delete_environment(session: Session, *, org_id: str, environment_id: str) ->
             field="environmentId",
             code="in_use",
         )
-    session.delete(environment)
-    session.flush()
-    return environment
 
 
 def set_secret(session: Session, *, cipher: Cipher, org_id: str, request: SetSecret) -> SecretRow:
     """Store a secret, or give an existing one (same name and scope) a new value and version."""
-    name, environment_id = request.name, request.environment_id
-    if environment_id is not None and not _environment_exists(
-        session, org_id=org_id, environment_id=environment_id
-    ):
-        raise InvalidInput(f"No environment '{environment_id}' in this organization", field="environmentId")
-    ciphertext = cipher.encrypt(request.value)
-    existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
+    return store_secret(
+        session,
+        org_id=org_id,
+        name=request.name,
+        environment_id=request.environment_id,
+        ciphertext=cipher.encrypt(request.value),
+    )
+
+
+def store_secret(
+    session: Session,
+    *,
+    org_id: str,
+    name: str,
+    environment_id: str | None,
+    ciphertext: str,
+    reviewed: bool = False,
+) -> SecretRow:
+    """Store a value already encrypted (a change request carries it so) as the secret of this name
+    and scope. One that a protected environment carries changes only by an approved change request
+    (`reviewed`)."""
+    if environment_id is not None:
+        named_environment(session, org_id=org_id, environment_id=environment_id)
+    if not reviewed:
+        require_review_of_secret(
+            session, org_id=org_id, name=name, environment_id=environment_id, action="setSecret"
+        )
+    existing = find_secret(session, org_id=org_id, name=name, environment_id=environment_id, lock=True)
     if existing is None:
         created = SecretRow(org_id=org_id, environment_id=environment_id, name=name, ciphertext=ciphertext)
         if insert_unless_taken(session, created):
             return created
         # A concurrent request stored the first version meanwhile: this one becomes the next.
-        existing = _find_secret(session, org_id=org_id, name=name, environment_id=environment_id)
+        existing = find_secret(session, org_id=org_id, name=name, environment_id=environment_id, lock=True)
         assert existing is not None
     existing.ciphertext = ciphertext
     existing.version += 1
@@ -191,10 +265,25 @@ def list_secrets(
     return list(session.scalars(ordered.limit(limit).offset(offset))), total
 
 
-def delete_secret(session: Session, *, org_id: str, secret_id: str) -> SecretRow:
+def get_secret(session: Session, *, org_id: str, secret_id: str) -> SecretRow:
     secret = session.scalar(select(SecretRow).where(SecretRow.id == secret_id, SecretRow.org_id == org_id))
     if secret is None:
         raise NotFound(f"No secret '{secret_id}' in this organization", field="secretId")
+    return secret
+
+
+def delete_secret(session: Session, *, org_id: str, secret_id: str, reviewed: bool = False) -> SecretRow:
+    """Delete a secret; one that a protected environment carries only by an approved change request
+    (`reviewed`)."""
+    secret = get_secret(session, org_id=org_id, secret_id=secret_id)
+    if not reviewed:
+        require_review_of_secret(
+            session,
+            org_id=org_id,
+            name=secret.name,
+            environment_id=secret.environment_id,
+            action="deleteSecret",
+        )
     session.delete(secret)
     session.flush()
     return secret
@@ -225,24 +314,28 @@ def rotate_secrets(session: Session, *, cipher: Cipher) -> int:
     return reencrypt_column(session, cipher=cipher, column=SecretRow.ciphertext)
 
 
-def _find_secret(session: Session, *, org_id: str, name: str, environment_id: str | None) -> SecretRow | None:
+def find_secret(
+    session: Session, *, org_id: str, name: str, environment_id: str | None, lock: bool = False
+) -> SecretRow | None:
+    """The secret of this name and scope; `lock`ed until the transaction ends when it is to be
+    rewritten, so that concurrent rotations get consecutive versions."""
     scope = (
         SecretRow.environment_id.is_(None)
         if environment_id is None
         else SecretRow.environment_id == environment_id
     )
-    # Locked until the transaction ends, so that concurrent rotations get consecutive versions.
-    query = (
-        select(SecretRow).where(SecretRow.org_id == org_id, SecretRow.name == name, scope).with_for_update()
-    )
-    return session.scalar(query)
+    query = select(SecretRow).where(SecretRow.org_id == org_id, SecretRow.name == name, scope)
+    return session.scalar(query.with_for_update() if lock else query)
 
 
-def _environment_exists(session: Session, *, org_id: str, environment_id: str) -> bool:
-    query = select(EnvironmentRow.id).where(
-        EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id
+def named_environment(session: Session, *, org_id: str, environment_id: str) -> EnvironmentRow:
+    """The environment a body's `environmentId` names, which must exist (else 400 naming the field)."""
+    environment = session.scalar(
+        select(EnvironmentRow).where(EnvironmentRow.id == environment_id, EnvironmentRow.org_id == org_id)
     )
-    return session.scalar(query) is not None
+    if environment is None:
+        raise InvalidInput(f"No environment '{environment_id}' in this organization", field="environmentId")
+    return environment
 
 
 def _check_target(target: str, webhook_url: str | None) -> None:

@@ -1,4 +1,5 @@
-"""Recording events. Callers record in their own transaction, so an event exists iff its cause does."""
+"""Recording events. Callers record in their own transaction, so an event exists iff its cause does.
+An event is read by whoever its notifications reach: its payload is kept with credentials redacted."""
 
 from __future__ import annotations
 
@@ -8,12 +9,13 @@ from sqlalchemy.orm import Session
 
 from api.events import EVENT_TYPES
 from service.events.models import EventRow
+from service.redaction import redacted
 
 
 def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> EventRow:
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
-    event = EventRow(org_id=org_id, type=type, payload=payload)
+    event = EventRow(org_id=org_id, type=type, payload=redacted(payload))
     session.add(event)
     session.flush()
     return event

@@ -67,7 +67,10 @@ def update_fleet(session: Session, *, org_id: str, fleet_id: str, request: Updat
         fleet.name = changes["name"]
     if "description" in changes:
         fleet.description = changes["description"]
-    fleet.updated_at = utcnow()
+    # Environment links live in another table, yet a change of them updates the fleet; a fleet set
+    # to what it was updates nothing.
+    if session.is_modified(fleet):
+        fleet.updated_at = utcnow()
     session.flush()
     return fleet
 

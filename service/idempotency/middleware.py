@@ -110,6 +110,8 @@ class IdempotencyMiddleware:
                     session,
                     cipher=self.cipher,
                     org_id=caller.org_id,
+                    # The key presented is the caller: its answers are replayed to it alone.
+                    caller_id=caller.id,
                     key=key,
                     fingerprint=digest,
                     method=method,
@@ -216,7 +218,8 @@ def document(schema: dict[str, Any]) -> None:
             f"Makes the request safe to retry: the same key with the same body within {hours} h answers "
             "the stored response (with `Idempotent-Replayed: true`) and does nothing again; with another "
             "body it is 400 `idempotency_key_reused`; while the first request runs, 409 "
-            "`idempotency_key_in_use`. Keys are per organization, 1 to 255 visible ASCII characters."
+            "`idempotency_key_in_use`. Keys are per caller (the API key presented): another caller's request "
+            "with the same key is a request of its own. 1 to 255 visible ASCII characters."
         ),
         "schema": {"type": "string", "minLength": 1, "maxLength": 255},
     }

@@ -10,7 +10,11 @@ from service.db import Base, UTCDateTime, utcnow
 
 
 class IdempotencyKeyRow(Base):
-    """One `Idempotency-Key` of an organization: the request it was first used for, and its answer.
+    """One caller's `Idempotency-Key`: the request it was first used for, and its answer.
+
+    Keys are per caller (organization, caller, key), so an answer is only ever replayed to the caller
+    whose request it answered: it may carry a value shown once (a new API key, a signing secret).
+    Another caller sending the same key makes a request of its own, under a key of its own.
 
     `state` is `running` while a request holds the key (until `locked_until`), `committed` once that
     request's work has committed (marked in the same transaction) and `done` once its answer is
@@ -21,6 +25,8 @@ class IdempotencyKeyRow(Base):
     __table_args__ = (Index("ix_idempotency_keys_created_at", "created_at"),)
 
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    # Who sent the request: the API key's id today; any credential's own subject id alike.
+    caller_id: Mapped[str] = mapped_column(String(255), primary_key=True)
     key: Mapped[str] = mapped_column(String(255), primary_key=True)
     # SHA-256 of the method, path, query and canonical JSON body the key was first used with.
     fingerprint: Mapped[str] = mapped_column(String(64))

@@ -1,5 +1,8 @@
 """Idempotency keys: claiming a key for a request, storing its answer, replaying it, expiring keys.
 
+A key belongs to its caller: organization, caller and key name it together, so one caller's answer
+is never replayed to another (whose request with the same key runs as its own).
+
 A key is claimed in a transaction of its own before the request runs, so a concurrent duplicate
 finds it taken (409). The request's own transaction marks the key `committed` together with its
 work, so a request whose process died before committing leaves the key free for a retry once its
@@ -23,6 +26,7 @@ from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
 from service.db import Database, dialect_insert, dialect_name, utcnow
 from service.errors import ServiceError
 from service.idempotency.models import IdempotencyKeyRow
+from service.inputguard import read_json
 from service.settings import Settings
 
 HEADER = "Idempotency-Key"
@@ -51,6 +55,7 @@ class Claim:
     """A request's hold on a key: only the holder of `token` may commit work under it."""
 
     org_id: str
+    caller_id: str
     key: str
     token: str
 
@@ -66,8 +71,8 @@ def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
     """What makes two requests the same one: method, path, query and body (JSON compared as data,
     so key order and spacing do not matter)."""
     try:
-        canonical = json.dumps(json.loads(body), sort_keys=True, separators=(",", ":")).encode()
-    except ValueError:
+        canonical = json.dumps(read_json(body), sort_keys=True, separators=(",", ":")).encode()
+    except (ValueError, RecursionError):  # not JSON (its content type said otherwise): as it is
         canonical = body
     digest = hashlib.sha256(f"{method} {path}?{query}\n".encode())
     digest.update(canonical)
@@ -75,26 +80,35 @@ def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
 
 
 def claim_key(
-    session: Session, *, cipher: Cipher, org_id: str, key: str, fingerprint: str, method: str, path: str
+    session: Session,
+    *,
+    cipher: Cipher,
+    org_id: str,
+    caller_id: str,
+    key: str,
+    fingerprint: str,
+    method: str,
+    path: str,
 ) -> Claim | StoredAnswer:
-    """Hold `key` for a new request, or return the answer it already has; 400/409 when it cannot be used."""
+    """Hold the caller's `key` for a new request, or return the answer it already has; 400/409 when
+    it cannot be used."""
     now = utcnow()
     # A new key, the common case, is claimed by one statement; a key already there (or inserted by
     # a concurrent request, whose commit the INSERT waits for) is read and decided on below.
     hold = _holding(fingerprint=fingerprint, method=method, path=path)
-    values = {"org_id": org_id, "key": key, "created_at": now, **hold}
+    values = {"org_id": org_id, "caller_id": caller_id, "key": key, "created_at": now, **hold}
     while True:
         inserted = session.connection().execute(_claim_statement(dialect_name(session)), values).scalar()
         if inserted is not None:
-            return Claim(org_id, key, inserted)
-        row = session.get(IdempotencyKeyRow, (org_id, key), with_for_update=True)
+            return Claim(org_id, caller_id, key, inserted)
+        row = session.get(IdempotencyKeyRow, (org_id, caller_id, key), with_for_update=True)
         if row is not None:
             break
         # Expired and deleted by the worker between the two statements: a new key again.
     if row.created_at <= now - KEY_LIFETIME:
         row.created_at = now
         _hold(row, fingerprint=fingerprint, method=method, path=path)
-        return Claim(org_id, key, row.claim)
+        return Claim(org_id, caller_id, key, row.claim)
     if row.fingerprint != fingerprint:
         raise IdempotencyKeyReused(
             f"This {HEADER} was already used for another request ({row.method} {row.path} with "
@@ -115,7 +129,7 @@ def claim_key(
         )
     # Its request died before committing anything: this one takes its place.
     _hold(row, fingerprint=fingerprint, method=method, path=path)
-    return Claim(org_id, key, row.claim)
+    return Claim(org_id, caller_id, key, row.claim)
 
 
 def _stored_answer(row: IdempotencyKeyRow, cipher: Cipher) -> StoredAnswer:
@@ -186,7 +200,7 @@ def _claim_statement(dialect: str) -> Any:
     """INSERT of a new key that does nothing when the key is there, returning the new claim."""
     return (
         dialect_insert(dialect, IdempotencyKeyRow)
-        .on_conflict_do_nothing(index_elements=["org_id", "key"])
+        .on_conflict_do_nothing(index_elements=["org_id", "caller_id", "key"])
         .returning(IdempotencyKeyRow.claim)
     )
 
@@ -194,6 +208,7 @@ def _claim_statement(dialect: str) -> Any:
 # The key, while a claim holds it.
 _HELD = (
     IdempotencyKeyRow.org_id == bindparam("held_org_id"),
+    IdempotencyKeyRow.caller_id == bindparam("held_caller_id"),
     IdempotencyKeyRow.key == bindparam("held_key"),
     IdempotencyKeyRow.claim == bindparam("held_token"),
 )
@@ -213,40 +228,44 @@ _STORE_ANSWER = (
 
 
 def _holder(claim: Claim) -> dict[str, str]:
-    return {"held_org_id": claim.org_id, "held_key": claim.key, "held_token": claim.token}
+    return {
+        "held_org_id": claim.org_id,
+        "held_caller_id": claim.caller_id,
+        "held_key": claim.key,
+        "held_token": claim.token,
+    }
 
 
 def rotate_answers(session: Session, *, cipher: Cipher) -> int:
     """Re-encrypt every stored answer under the cipher's first key (`rotate-secrets`); return how many.
 
-    Like `reencrypt_column`, for a table keyed by (organization, key): each row is rewritten only if
-    it still holds the ciphertext read.
+    Like `reencrypt_column`, for a table keyed by (organization, caller, key): each row is rewritten
+    only if it still holds the ciphertext read.
     """
-    row_key = tuple_(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key)
+    primary_key = (IdempotencyKeyRow.org_id, IdempotencyKeyRow.caller_id, IdempotencyKeyRow.key)
     rewritten = 0
-    last: tuple[str, str] = ("", "")
+    last: tuple[str, ...] = ("", "", "")
     while True:
         batch = session.execute(
-            select(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key, IdempotencyKeyRow.response_body_encrypted)
-            .where(row_key > last, IdempotencyKeyRow.response_body_encrypted.is_not(None))
-            .order_by(IdempotencyKeyRow.org_id, IdempotencyKeyRow.key)
+            select(*primary_key, IdempotencyKeyRow.response_body_encrypted)
+            .where(tuple_(*primary_key) > last, IdempotencyKeyRow.response_body_encrypted.is_not(None))
+            .order_by(*primary_key)
             .limit(REENCRYPT_BATCH)
         ).all()
         if not batch:
             return rewritten
-        for org_id, key, token in batch:
+        for *row_key, token in batch:
             result = session.execute(
                 update(IdempotencyKeyRow)
                 .where(
-                    IdempotencyKeyRow.org_id == org_id,
-                    IdempotencyKeyRow.key == key,
+                    *(column == value for column, value in zip(primary_key, row_key, strict=True)),
                     IdempotencyKeyRow.response_body_encrypted == token,
                 )
                 .values(response_body_encrypted=cipher.rotate(token))
                 .execution_options(synchronize_session=False)
             )
             rewritten += result.rowcount  # type: ignore[attr-defined]
-        last = (batch[-1][0], batch[-1][1])
+        last = tuple(batch[-1][:3])
 
 
 def expire_keys(db: Database, _settings: Settings) -> bool:

@@ -128,7 +128,7 @@ def update_channel(
     if request.config is not None:
         shown, secret, _ = _channel_config(channel.kind, request.config)
         channel.config = shown
-        if channel.kind == "slack":
+        if channel.kind == "slack" and not cipher.holds(channel.secret_encrypted, secret or ""):
             channel.secret_encrypted = cipher.encrypt(secret or "")
     if request.name is not None and request.name != channel.name:
         _rename(session, channel, request.name)

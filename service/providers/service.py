@@ -257,5 +257,7 @@ def _set_api_key(record: ProviderConnectionRow, key: str | None, cipher: Cipher)
         _require_key_optional(record.kind)
         record.api_key_encrypted = record.api_key_last4 = None
         return
+    if cipher.holds(record.api_key_encrypted, key):
+        return
     record.api_key_encrypted = cipher.encrypt(key)
     record.api_key_last4 = key[-4:] if len(key) >= MIN_KEY_LENGTH_FOR_HINT else None

@@ -20,6 +20,7 @@ from service.db import dialect_name
 from service.errors import NotFound, Unauthorized
 from service.jsonsql import json_text
 from service.orgs.models import OrganizationRow
+from service.redaction import redacted
 from service.registries.models import (
     RegistryArtifactLabelRow,
     RegistryArtifactRow,
@@ -143,7 +144,9 @@ def registry_record(
 
 
 def version_fields(ref: str, name: str, row: RegistryArtifactVersionRow) -> dict[str, Any]:
+    """What never changes about a version, as readers see it: the credentials in its metadata redacted."""
     return {
+        "id": row.id,
         "registry_ref": ref,
         "name": name,
         "version": row.version,
@@ -151,7 +154,7 @@ def version_fields(ref: str, name: str, row: RegistryArtifactVersionRow) -> dict
         "content_type": row.content_type,
         "content_hash": row.content_hash,
         "variables": row.variables,
-        "metadata": row.metadata_,
+        "metadata": redacted(row.metadata_),
         "commit_message": row.commit_message,
         "created_at": row.created_at,
     }

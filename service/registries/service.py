@@ -38,6 +38,7 @@ from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.kept import Kept
 from service.orgs.models import OrganizationRow
+from service.redaction import restored
 from service.registries.lookups import (
     find_artifact,
     find_version,
@@ -187,6 +188,8 @@ def publish(session: Session, *, org_id: str, request: PublishArtifact) -> Publi
         )
     created = existing is None or (version is None and existing.content_hash != content_hash)
     if created:
+        # Metadata read back with its credentials redacted keeps the newest version's values.
+        newest = existing if version is None else _existing_version(session, artifact, None)
         existing = _add_version(
             session,
             artifact,
@@ -194,7 +197,7 @@ def publish(session: Session, *, org_id: str, request: PublishArtifact) -> Publi
             content=content,
             serialized=serialized,
             content_hash=content_hash,
-            metadata=request.metadata,
+            metadata=restored(request.metadata, newest.metadata_ if newest else None, field="metadata"),
             commit_message=request.commit_message,
         )
     assert existing is not None

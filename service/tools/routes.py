@@ -3,11 +3,12 @@ from __future__ import annotations
 from fastapi import Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
-from api.tools import CreateTool, PreviousDeployment, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
+from api.tools import CreateTool, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
 from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
+from service.redaction import redacted
 from service.routing import api_router
 from service.tools import service
-from service.tools.models import ToolDeploymentRow
+from service.tools.models import ToolRow
 
 router = api_router("/tools", tags=["Tools"])
 # Tool deployment records live under /agents with the other deployment operations. Register this
@@ -18,7 +19,7 @@ deployments_router = api_router("/agents", tags=["Tools"])
 @router.post("", response_model=Tool)
 def create_tool(body: CreateTool, caller: Operator, session: DbSession) -> Tool:
     tool = service.create_tool(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return Tool.model_validate(tool)
+    return _tool(tool)
 
 
 @router.get("", response_model=Page[Tool])
@@ -31,26 +32,26 @@ def list_tools(
 ) -> Page[Tool]:
     """The organization's tools by name."""
     tools, total = service.list_tools(session, org_id=caller.org_id_for(org_slug), limit=limit, offset=offset)
-    return Page[Tool](items=[Tool.model_validate(t) for t in tools], limit=limit, offset=offset, total=total)
+    return Page[Tool](items=[_tool(t) for t in tools], limit=limit, offset=offset, total=total)
 
 
 @router.get("/{tool_id}", response_model=Tool)
 def get_tool(tool_id: str, caller: Viewer, session: DbSession) -> Tool:
     """One tool of the key's organization (another organization's tool is 404)."""
-    return Tool.model_validate(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
+    return _tool(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @router.patch("/{tool_id}", response_model=Tool)
 def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: DbSession) -> Tool:
     """Change any of name, description and inputSchema; the toolKey is permanent."""
     tool = service.update_tool(session, org_id=caller.org_id, tool_id=tool_id, request=body)
-    return Tool.model_validate(tool)
+    return _tool(tool)
 
 
 @router.delete("/{tool_id}", response_model=Tool)
 def delete_tool(tool_id: str, caller: Operator, session: DbSession) -> Tool:
     """Delete a tool; the records of its deployments stay."""
-    return Tool.model_validate(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
+    return _tool(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @deployments_router.post("/tool-deployments", response_model=ToolDeployment)
@@ -62,7 +63,7 @@ def record_tool_deployment(
     A new version or hash moves the previous deployment into the record's history.
     """
     recorded = service.record_tool_deployment(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return _deployment(recorded)
+    return service.deployment_record(recorded)
 
 
 @deployments_router.get("/tool-deployment-records", response_model=Page[ToolDeployment])
@@ -87,18 +88,11 @@ def list_tool_deployments(
         offset=offset,
     )
     return Page[ToolDeployment](
-        items=[_deployment(r) for r in records], limit=limit, offset=offset, total=total
+        items=[service.deployment_record(r) for r in records], limit=limit, offset=offset, total=total
     )
 
 
-def _deployment(recorded: service.DeploymentWithHistory) -> ToolDeployment:
-    record = recorded.record
-    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRow.__table__.columns}
-    return ToolDeployment.model_validate(
-        {
-            **columns,
-            "environment": record.environment.name,
-            "history": [PreviousDeployment.model_validate(entry) for entry in recorded.history],
-            "history_count": recorded.history_count,
-        }
-    )
+def _tool(row: ToolRow) -> Tool:
+    """The tool as readers see it: the credentials in its inputSchema redacted."""
+    tool = Tool.model_validate(row)
+    return tool.model_copy(update={"input_schema": redacted(tool.input_schema)})

@@ -7,13 +7,22 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
-from api.tools import HISTORY_SHOWN, CreateTool, RecordToolDeployment, UpdateTool
+from api.tools import (
+    HISTORY_SHOWN,
+    CreateTool,
+    PreviousDeployment,
+    RecordToolDeployment,
+    ToolDeployment,
+    UpdateTool,
+)
+from service.changes.protection import require_review_of_environment
 from service.db import insert_unless_taken, utcnow
 from service.deployments.states import refresh_tool
 from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.patches import patched_fields
+from service.redaction import redacted, restored
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 
@@ -23,7 +32,7 @@ def create_tool(session: Session, *, org_id: str, request: CreateTool) -> ToolRo
         name=request.name,
         tool_key=request.tool_key,
         description=request.description,
-        input_schema=request.input_schema,
+        input_schema=restored(request.input_schema, {}, field="inputSchema"),
     )
     if not insert_unless_taken(session, tool):
         raise AlreadyExists(
@@ -48,8 +57,12 @@ def get_tool(session: Session, *, org_id: str, tool_id: str) -> ToolRow:
 
 
 def update_tool(session: Session, *, org_id: str, tool_id: str, request: UpdateTool) -> ToolRow:
+    """Apply the fields the request sets; a credential sent back as its placeholder keeps its value."""
     tool = get_tool(session, org_id=org_id, tool_id=tool_id)
-    for field, value in patched_fields(request).items():
+    changes = patched_fields(request)
+    if "input_schema" in changes:
+        changes["input_schema"] = restored(changes["input_schema"], tool.input_schema, field="inputSchema")
+    for field, value in changes.items():
         setattr(tool, field, value)
     session.flush()
     return tool
@@ -71,21 +84,28 @@ class DeploymentWithHistory:
 
 
 def record_tool_deployment(
-    session: Session, *, org_id: str, request: RecordToolDeployment
+    session: Session, *, org_id: str, request: RecordToolDeployment, reviewed: bool = False
 ) -> DeploymentWithHistory:
-    """Create or update the record of a tool in an environment.
+    """Create or update the record of a tool in an environment; a protected environment's only by an
+    approved change request (`reviewed`).
 
     A different version or hash moves what was deployed into the history; the same version and hash
-    only refresh the descriptive fields (name, config), so re-sending a record is harmless.
+    only refresh the descriptive fields (name, config), so re-sending a record is harmless, even one
+    read back with its credentials redacted (their placeholders keep the stored values).
     """
-    tool_key, environment = request.tool_key, request.environment
-    target = find_environment_by_name(session, org_id=org_id, name=environment)
-    if target is None:
-        raise InvalidInput(f"No environment named '{environment}' in this organization", field="environment")
+    tool_key = request.tool_key
+    target = record_environment(session, org_id=org_id, name=request.environment)
+    if not reviewed:
+        require_review_of_environment(target, "toolDeployment", field="environment")
     version, hash = request.version, request.hash
     deployed = {"provider": request.provider, "tool_id": request.tool_id, "version": version, "hash": hash}
-    described = {"tool_name": request.tool_name, "tool_provider_config": request.tool_provider_config}
-    record = _find_record(session, environment_id=target.id, tool_key=tool_key)
+    record = find_record(session, environment_id=target.id, tool_key=tool_key, lock=True)
+    config = restored(
+        request.tool_provider_config,
+        record.tool_provider_config if record is not None else None,
+        field="toolProviderConfig",
+    )
+    described = {"tool_name": request.tool_name, "tool_provider_config": config}
     if record is None:
         created = ToolDeploymentRow(
             org_id=org_id, environment_id=target.id, tool_key=tool_key, **deployed, **described
@@ -94,7 +114,7 @@ def record_tool_deployment(
             refresh_tool(session, environment_id=target.id, tool_key=tool_key)
             return _with_history(session, [created])[0]
         # A concurrent request created it meanwhile: update that one instead.
-        record = _find_record(session, environment_id=target.id, tool_key=tool_key)
+        record = find_record(session, environment_id=target.id, tool_key=tool_key, lock=True)
         assert record is not None
     moved = (record.version, record.hash) != (version, hash)
     if moved:
@@ -146,13 +166,23 @@ def list_tool_deployments(
     return _with_history(session, list(session.scalars(ordered))), total
 
 
-def _find_record(session: Session, *, environment_id: str, tool_key: str) -> ToolDeploymentRow | None:
-    """The record, locked until the transaction ends: concurrent updates queue instead of losing history."""
-    return session.scalar(
-        select(ToolDeploymentRow)
-        .where(ToolDeploymentRow.environment_id == environment_id, ToolDeploymentRow.tool_key == tool_key)
-        .with_for_update(of=ToolDeploymentRow)
+def record_environment(session: Session, *, org_id: str, name: str) -> EnvironmentRow:
+    """The environment a tool deployment record names (by name), which must exist."""
+    environment = find_environment_by_name(session, org_id=org_id, name=name)
+    if environment is None:
+        raise InvalidInput(f"No environment named '{name}' in this organization", field="environment")
+    return environment
+
+
+def find_record(
+    session: Session, *, environment_id: str, tool_key: str, lock: bool = False
+) -> ToolDeploymentRow | None:
+    """The record of a tool in an environment; `lock`ed until the transaction ends when it is to be
+    updated, so that concurrent updates queue instead of losing history."""
+    query = select(ToolDeploymentRow).where(
+        ToolDeploymentRow.environment_id == environment_id, ToolDeploymentRow.tool_key == tool_key
     )
+    return session.scalar(query.with_for_update(of=ToolDeploymentRow) if lock else query)
 
 
 def _with_history(session: Session, records: list[ToolDeploymentRow]) -> list[DeploymentWithHistory]:
@@ -191,3 +221,18 @@ def _with_history(session: Session, records: list[ToolDeploymentRow]) -> list[De
         )
         for record in records
     ]
+
+
+def deployment_record(recorded: DeploymentWithHistory) -> ToolDeployment:
+    """The record as readers see it: the credentials in its toolProviderConfig redacted."""
+    record = recorded.record
+    columns = {column.key: getattr(record, column.key) for column in ToolDeploymentRow.__table__.columns}
+    return ToolDeployment.model_validate(
+        {
+            **columns,
+            "tool_provider_config": redacted(record.tool_provider_config),
+            "environment": record.environment.name,
+            "history": [PreviousDeployment.model_validate(entry) for entry in recorded.history],
+            "history_count": recorded.history_count,
+        }
+    )

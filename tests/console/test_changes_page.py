@@ -102,6 +102,36 @@ def test_a_rejection_shows_in_the_history(console, server, org, monkeypatch):
     assert list(history["Status"]) == ["rejected"] and list(history["Kind"]) == ["Label move"]
 
 
+def test_environment_changes_show_field_by_field_and_never_a_secrets_value(console, server, org, monkeypatch):
+    value = "sk-live-never-on-screen"
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        production = admin.environments.create(
+            "production", target="webhook", webhook_url="https://one.example.com/x"
+        )
+        admin.environments.update(production.id, protected=True)
+        ana, bo = member_key(admin, "ana", "operator"), member_key(admin, "bo", "operator")
+    with OrgdeckClient(server.url, ana, org_slug=org.slug) as requester:
+        moved = {
+            "action": "update",
+            "environmentId": production.id,
+            "webhookUrl": "https://two.example.com/y",
+        }
+        requester.change_requests.open("environment", moved, "The receiver moved")
+        secret = {"action": "setSecret", "name": "API_TOKEN", "value": value, "environmentId": production.id}
+        rotation = requester.change_requests.open("environment", secret, "Rotated")
+    with OrgdeckClient(server.url, bo, org_slug=org.slug) as reviewer:
+        reviewer.change_requests.approve(rotation.id)
+    monkeypatch.setenv("ORGDECK_API_KEY", bo)
+    app = console(PAGE)
+    preview = app.dataframe[0].value
+    assert list(preview["Field"]) == ["webhookUrl"] and list(preview["After"]) == [
+        "https://two.example.com/y"
+    ]
+    history = app.dataframe[1].value
+    assert list(history["Kind"]) == ["Environment"] and list(history["Result"]) == ["applied"]
+    assert value not in texts(app) + "".join(frame.value.to_string() for frame in app.dataframe)
+
+
 def test_a_protected_environment_offers_request_deployment_instead_of_deploy(console, server, org):
     with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
         versioned_agent(admin, "alpha")

@@ -2,7 +2,7 @@
 change request named by what it made (audit events, deployment jobs, labels, policy versions)
 
 Revision ID: 0026_changes_on_record
-Revises: 0024_notification_log_day_counts
+Revises: 0025_audit_truncate_guard
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0026_changes_on_record"
-down_revision = "0024_notification_log_day_counts"
+down_revision = "0025_audit_truncate_guard"
 branch_labels = None
 # It adds a column to the policy versions, a branch of its own.
 depends_on = "0006_providers_governance"

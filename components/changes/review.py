@@ -1,0 +1,123 @@
+"""The Open tab: the change requests waiting for review, each with what it would change, to
+approve or reject with a comment (or cancel, for the one who asked)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from api import ApiError
+from api.changes import CHANGE_ROLES, ChangeRequest
+from components.changes.wording import KIND_LABELS, approvals_text, requester, result_text
+from components.connection import client, current
+from components.feedback import notify, plain
+from components.formatting import ago
+from components.permissions import control
+
+
+def change_row(change: dict[str, Any]) -> dict[str, str]:
+    """One field's change as a row of a preview's table."""
+    return {
+        "Field": change["field"],
+        "Change": change["kind"],
+        "Before": str(change.get("before")),
+        "After": str(change.get("after")),
+    }
+
+
+def deployment_preview(preview: dict[str, Any]) -> None:
+    rows = []
+    for agent in preview["agents"]:
+        before = f"v{agent['currentVersion']}" if agent["currentVersion"] else "not deployed"
+        base = {"Agent": agent["stableKey"], "Version": f"{before} → v{agent['targetVersion']}"}
+        rows += [base | change_row(c) for c in agent["changes"]] or [
+            base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""}
+        ]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def environment_preview(preview: dict[str, Any]) -> None:
+    """An environment change field by field (a secret's or a signing key's value is never in it)."""
+    rows = [change_row(c) for c in preview["changes"]]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    if preview.get("carriedBy"):
+        st.caption(f"Carried by the protected environments {', '.join(preview['carriedBy'])}.")
+    for note in preview.get("notes", []):
+        st.caption(note)
+
+
+def show_preview(request: ChangeRequest) -> None:
+    if request.kind == "deployment":
+        deployment_preview(request.preview)
+    elif request.kind == "environment":
+        environment_preview(request.preview)
+    elif request.preview.get("diff"):
+        st.code(request.preview["diff"], language="diff")
+    else:
+        st.caption("The content is the same on both sides.")
+
+
+def review_form(request: ChangeRequest) -> None:
+    mine = request.requested_by.key_id == current().key_id
+    with st.form(f"review_{request.id}"):
+        comment = st.text_area("Comment", key=f"comment_{request.id}", height=68)
+        buttons = st.container(horizontal=True)
+        # Reviewing needs the role the change itself needs, and is for another member than the requester.
+        needs = CHANGE_ROLES[request.kind]
+        approve = buttons.form_submit_button(
+            "Approve",
+            type="primary",
+            icon=":material/check:",
+            **control("approveChangeRequest", at_least=needs, disabled=mine),
+        )
+        reject = buttons.form_submit_button(
+            "Reject", icon=":material/close:", **control("rejectChangeRequest", at_least=needs, disabled=mine)
+        )
+        cancel = (
+            buttons.form_submit_button("Cancel request", **control("cancelChangeRequest")) if mine else False
+        )
+    if mine:
+        st.caption("You opened this request: another member reviews it.")
+    try:
+        if approve:
+            done = client().change_requests.approve(request.id, comment=comment)
+            notify(outcome(done))
+        elif reject:
+            client().change_requests.reject(request.id, comment=comment)
+            notify(f"Rejected the change to **{plain(request.target)}**.")
+        elif cancel:
+            client().change_requests.cancel(request.id)
+            notify(f"Cancelled the request for **{plain(request.target)}**.")
+    except ApiError as error:
+        st.error(f"**Could not review it.** {plain(error.message)}", icon=":material/error:")
+
+
+def outcome(request: ChangeRequest) -> str:
+    if request.status == "applied":
+        return f"Approved and applied **{plain(request.target)}**: {plain(result_text(request))}."
+    if request.status == "conflict":
+        return f"Approved, but **{plain(request.target)}** moved meanwhile: {plain(request.conflict or '')}"
+    return f"Approved ({approvals_text(request)})."
+
+
+def open_tab(requests: list[ChangeRequest]) -> None:
+    if not requests:
+        st.info("No change waits for review.")
+        return
+    for request in requests:
+        title = f"{KIND_LABELS[request.kind]} · {request.target} · {request.reason}"
+        with st.expander(title, expanded=len(requests) == 1):
+            st.markdown(
+                f"Asked by **{plain(requester(request))}** {ago(request.created_at)} · "
+                f"{approvals_text(request)} · "
+                f"expires {request.expires_at:%Y-%m-%d %H:%M} UTC"
+            )
+            for approval in request.approvals:
+                uncounted = (
+                    "" if approval.counted else f" (not counted: {plain(approval.not_counted_because or '')})"
+                )
+                st.caption(f"Approved by {plain(approval.email)}: {plain(approval.comment)}{uncounted}")
+            show_preview(request)
+            review_form(request)

@@ -1,0 +1,131 @@
+"""The Deploy tab's preview: what a deployment would change, agent by agent and field by field,
+what would stop it, and the way on: deploy it, or request it where the environment is protected."""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from api import ApiError
+from api.deployments import DeploymentPreview, DeploymentRequest
+from api.resource import body
+from components.connection import client, current
+from components.deployments.tables import coloured, shown
+from components.feedback import notify, plain, show_error
+from components.permissions import control
+
+# The preview shown, kept so that Deploy deploys exactly what was shown; the job a Deploy started,
+# and (while it runs) that it is being followed.
+PREVIEW = "deploy_preview"
+WATCHED = "deploy_watched"
+FOLLOWING = "deploy_following"
+
+
+def preview_table(preview: DeploymentPreview) -> None:
+    rows = []
+    for agent in preview.agents:
+        before = f"v{agent.current_version}" if agent.current_version else "not deployed"
+        base = {
+            "Agent": agent.stable_key,
+            "Agent status": agent.status,
+            "Version": f"{before} → v{agent.target_version}",
+        }
+        if not agent.changes:
+            rows.append(base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""})
+        for change in agent.changes:
+            rows.append(
+                base
+                | {
+                    "Field": change.field,
+                    "Change": change.kind,
+                    "Before": shown(change.before),
+                    "After": shown(change.after),
+                }
+            )
+    st.dataframe(coloured(pd.DataFrame(rows), "Change", whole_row=True), hide_index=True, width="stretch")
+
+
+def preview_warnings(preview: DeploymentPreview, environment_name: str) -> bool:
+    """Say what would stop the deployment; True when something would."""
+    for warning in preview.warnings:
+        if warning.code == "signing_key_missing":
+            st.warning(
+                f"**{plain(environment_name)} has no signing key yet.** It is a webhook target: each "
+                "deployment is sent to it signed, so that the receiver can trust it. Create the key on "
+                "the Environments page, give it to the receiver, then deploy.",
+                icon=":material/key_off:",
+            )
+            st.page_link("pages/environments.py", label="Create the signing key", icon=":material/key:")
+        else:
+            st.warning(plain(warning.message), icon=":material/warning:")
+    return bool(preview.warnings)
+
+
+def request_deployment(request: dict[str, Any], environment_name: str) -> None:
+    """A protected environment's Deploy: the previewed deployment opened as a change request."""
+    reason = st.text_input("Reason", key="deploy_reason", placeholder="What this release brings")
+    if st.button(
+        f"Request deployment to {environment_name}",
+        type="primary",
+        icon=":material/approval:",
+        key="deploy_request",
+        **control("openChangeRequest", at_least="operator", disabled=not reason.strip()),
+    ):
+        payload = body(DeploymentRequest, org_slug=current().org_slug, **request)
+        try:
+            opened = client().change_requests.open("deployment", payload, reason.strip())
+        except ApiError as error:
+            show_error(error, "request the deployment", "deployment")
+        else:
+            st.session_state.pop(PREVIEW, None)
+            notify(
+                f"Requested the deployment to **{plain(environment_name)}** ({opened.id}): it runs once "
+                f"{opened.required_approvals} other member(s) approve it on the Changes page."
+            )
+
+
+def deploy_actions(request: dict[str, Any], environment_name: str, *, protected: bool, blocked: bool) -> None:
+    """Deploy what was previewed (not where the environment is protected), or discard the preview."""
+    actions = st.container(horizontal=True)
+    if not protected and actions.button(
+        f"Deploy to {environment_name}",
+        type="primary",
+        icon=":material/rocket_launch:",
+        key="deploy_go",
+        **control("deploy", disabled=blocked),
+    ):
+        try:
+            job = client().deployments.deploy(**request)
+        except ApiError as error:
+            show_error(error, "start the deployment", "deployment")
+        else:
+            st.session_state.pop(PREVIEW, None)
+            st.session_state[WATCHED] = job.id
+            st.session_state[FOLLOWING] = job.id
+            st.rerun()
+    if actions.button("Discard preview", key="deploy_discard"):
+        st.session_state.pop(PREVIEW, None)
+        st.rerun()
+
+
+def show_preview(stored: dict[str, Any], environment_name: str, *, protected: bool) -> None:
+    preview: DeploymentPreview = stored["preview"]
+    request: dict[str, Any] = stored["request"]
+    counts = Counter(agent.status for agent in preview.agents)
+    summary = ", ".join(f"{counts[s]} {s}" for s in ("added", "changed", "unchanged") if counts[s])
+    st.markdown(f"#### Preview: {len(preview.agents)} agent(s) to **{plain(environment_name)}** ({summary})")
+    preview_table(preview)
+    blocked = preview_warnings(preview, environment_name)
+    if not preview.has_changes:
+        st.info("Nothing would change: every agent already runs exactly this there. Deploying redeploys it.")
+    if protected:
+        st.info(
+            f"**{plain(environment_name)} is protected:** a deployment there runs once other members "
+            "approve it.",
+            icon=":material/lock:",
+        )
+        request_deployment(request, environment_name)
+    deploy_actions(request, environment_name, protected=protected, blocked=blocked)
