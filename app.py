@@ -28,7 +28,7 @@ SIGN_IN_REFUSED = "sign_in_refused"
 
 @st.cache_resource(show_spinner="Starting the embedded service…")
 def _embedded() -> tuple[str, str]:
-    from service.embedded import start
+    from service.runtime.embedded import start
     from service.settings import Settings
 
     embedded = start(Settings())

@@ -190,6 +190,13 @@ class _NullNotOffered:
 Patch = Annotated[PatchedValue | None, AfterValidator(_refuse_null), _NullNotOffered()]
 
 
+def patched_fields(request: BaseModel) -> dict[str, Any]:
+    """What a PATCH request changes: the fields it was sent with, by attribute name, without the
+    organization it names (a field sent as null is there, as null: the service decides what null
+    means for it)."""
+    return request.model_dump(exclude_unset=True, exclude={"org_slug"}, by_alias=False)
+
+
 def SecretField(default: Any = ..., **extra: Any) -> Any:  # noqa: N802 (used like Field)
     """A field holding a secret: write-only in the schema, left out of reprs, redacted from the
     audit trail."""

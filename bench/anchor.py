@@ -18,7 +18,7 @@ from fastapi import FastAPI, Header, Query
 from fastapi.responses import Response
 from sqlalchemy import bindparam, create_engine, text
 
-from service.cli import run_server
+from service.runtime.cli import run_server
 from service.settings import Settings
 
 KEY_QUERY = text(

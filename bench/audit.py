@@ -52,9 +52,9 @@ from bench.common import (
 )
 from bench.deployments import copy_rows
 from bench.notifications import open_database, org_id_of
-from service.audit.models import AuditEventRow
-from service.db import utcnow
-from service.ids import new_id
+from service.storage.db import utcnow
+from service.storage.ids import new_id
+from service.trail.models import AuditEventRow
 
 EVENTS = 1_000_000
 DAYS = 365
@@ -205,10 +205,10 @@ def overheads(service: OrgdeckService, org: OrgKey) -> list[list[str]]:
         return microseconds_per_request(create_app(settings), requests, REQUESTS)
 
     read_with = timed(read)
-    with without("service.deps.role_at_least", lambda _held, _needed: True):
+    with without("service.http.deps.role_at_least", lambda _held, _needed: True):
         read_without = timed(read)
     write_with = timed(write)
-    with without("service.routing.record", lambda *_args: None):
+    with without("service.http.routing.record", lambda *_args, **_kwargs: None):
         write_without = timed(write)
     rows = []
     for label, with_it, without_it, reach in (

@@ -66,7 +66,6 @@ from bench.common import (
 )
 from bench.notifications import open_database, org_id_of
 from service.agents.models import AgentRow
-from service.db import Database, utcnow
 from service.deployments.models import (
     AgentDeploymentRow,
     DeploymentJobAgentRow,
@@ -74,7 +73,8 @@ from service.deployments.models import (
     DeploymentStateRow,
 )
 from service.deployments.rollups import rebuild_rollups
-from service.ids import new_id
+from service.storage.db import Database, utcnow
+from service.storage.ids import new_id
 
 JOBS = 1_000_000
 ENVIRONMENTS = 20
@@ -350,7 +350,7 @@ def prime(base_url: str, org: OrgKey, targets: Sequence[Target]) -> None:
 def single_requests(base_url: str, org: OrgKey, catalogue: Catalogue) -> list[list[str]]:
     """Median and worst of SINGLE_REQUESTS sequential calls of each analytics request, and of the
     jobs lists the console opens from a heatmap cell and from the Overview. The analytics answers
-    are kept until the rollups change (service.deployments.answers): the "first ask" rows ask for
+    are kept until the rollups change (service.deployments.analytics_cache): the "first ask" rows ask for
     ranges nothing asked for before, one per call, to show what making an answer costs."""
     today = utcnow().date()
     quarter = {"start": (today - timedelta(days=89)).isoformat(), "end": today.isoformat()}

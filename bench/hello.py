@@ -9,7 +9,7 @@ import argparse
 
 from fastapi import FastAPI
 
-from service.cli import run_server
+from service.runtime.cli import run_server
 from service.settings import Settings
 
 app = FastAPI()

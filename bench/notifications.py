@@ -72,9 +72,7 @@ from bench.common import (
     scratch_directory,
     times,
 )
-from service.db import Database, utcnow
 from service.events.models import EventRow
-from service.ids import new_id
 from service.notifications.models import (
     DeliveryLogCountRow,
     DeliveryLogDayCountRow,
@@ -83,6 +81,8 @@ from service.notifications.models import (
 )
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
+from service.storage.db import Database, utcnow
+from service.storage.ids import new_id
 
 LOG_ROWS = 2_000_000
 LOG_DAYS = 28

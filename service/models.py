@@ -2,9 +2,7 @@
 
 from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
 from service.api_keys.models import ApiKeyRow
-from service.audit.models import AuditEventRow
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
-from service.db import Base
 from service.deployments.models import (
     AgentDeploymentRow,
     DeploymentJobAgentRow,
@@ -26,7 +24,9 @@ from service.registries.models import (
     RegistryArtifactVersionRow,
     RegistryRow,
 )
+from service.storage.db import Base
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
+from service.trail.models import AuditEventRow
 
 __all__ = [
     "AgentDeploymentRow",

@@ -18,12 +18,12 @@ import threading
 from collections.abc import Callable, Sequence
 
 from service.changes.service import expire_change_requests
-from service.db import Database
 from service.deployments.runner import run_deployment_jobs
 from service.deployments.states import check_due_states
 from service.idempotency.service import expire_keys
 from service.notifications.sender import Sender
 from service.settings import Settings
+from service.storage.db import Database
 
 logger = logging.getLogger("orgdeck.worker")
 

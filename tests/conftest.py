@@ -26,11 +26,11 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 from api import OrgdeckClient
-from service.bootstrap import create_org_with_key
-from service.db import Database
-from service.migrate import upgrade
-from service.server import ServerThread
+from service.runtime.bootstrap import create_org_with_key
+from service.runtime.server import ServerThread
 from service.settings import Settings
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 POSTGRES_URL = os.environ.get("ORGDECK_TEST_DATABASE_URL", "")

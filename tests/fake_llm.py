@@ -16,7 +16,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from service.server import ServerThread
+from service.runtime.server import ServerThread
 from service.settings import Settings
 from tests.conftest import make_settings
 

@@ -382,9 +382,9 @@ def test_the_trail_is_exactly_what_the_models_render(http, org, db):
 
     from sqlalchemy import select
 
-    from service.audit.models import AuditEventRow
-    from service.ids import new_id
     from service.orgs.models import OrganizationRow
+    from service.storage.ids import new_id
+    from service.trail.models import AuditEventRow
 
     rng = Random(3)
     texts = ['say "hi"\n', "naïve — ünïcode ✓", "back\\slash\ttab", "", None]

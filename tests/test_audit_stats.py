@@ -8,10 +8,10 @@ from datetime import UTC, datetime, timedelta
 
 from sqlalchemy import insert, select
 
-from service.audit.models import AuditEventRow
-from service.db import Database
-from service.ids import new_id
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database
+from service.storage.ids import new_id
+from service.trail.models import AuditEventRow
 from tests.conftest import Org
 
 ACTIONS = ("createAgent", "updateAgent", "createEnvironment", "publishArtifact")

@@ -15,8 +15,8 @@ from sqlalchemy import select, update
 from api import OrgdeckClient
 from api.errors import BadRequest, Forbidden
 from service.changes.models import ChangeRequestRow
-from service.db import Database, utcnow
 from service.events.models import EventRow
+from service.storage.db import Database, utcnow
 from tests.conftest import Org, wait_for
 from tests.deliveries.support import receiver  # noqa: F401 (a fixture)
 from tests.test_deployments import versioned_agent, wait_for_end

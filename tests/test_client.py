@@ -12,7 +12,7 @@ import pytest
 
 from api import OrgdeckClient
 from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
-from service.server import ServerThread
+from service.runtime.server import ServerThread
 from tests.conftest import make_settings
 
 

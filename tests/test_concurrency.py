@@ -6,7 +6,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 
-from service.server import ServerThread
+from service.runtime.server import ServerThread
 from tests.conftest import make_settings
 
 CLIENTS = 24

@@ -12,9 +12,9 @@ from sqlalchemy import select, text
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.orm import Session
 
-import service.db
-from service.db import Database
+import service.storage.db
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database
 from tests.conftest import wait_for
 
 
@@ -81,7 +81,7 @@ def test_a_pooled_connection_is_pinged_only_after_sitting_idle(one_connection, d
         backend()
     second = backend()
     assert second != first
-    monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", 0.0)
+    monkeypatch.setattr(service.storage.db, "PING_AFTER_IDLE_SECONDS", 0.0)
     # Idle past the ping age and alive: pinged, and handed over outside any transaction, to a
     # reader (which runs in autocommit) as to a writer.
     assert backend() == second
@@ -113,7 +113,7 @@ def test_a_connection_dropped_under_a_request_is_a_503_and_the_next_request_is_s
     if db.is_sqlite:
         pytest.skip("a SQLite connection cannot be dropped from the other side")
     # Connections used a moment ago are not pinged: the request meets the dropped one.
-    monkeypatch.setattr(service.db, "PING_AFTER_IDLE_SECONDS", float("inf"))
+    monkeypatch.setattr(service.storage.db, "PING_AFTER_IDLE_SECONDS", float("inf"))
     answers = []
     with db.engine.execution_options(isolation_level="AUTOCOMMIT").connect() as admin:
         # The key's first use is recorded after its answer, on a connection of its own: done

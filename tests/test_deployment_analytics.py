@@ -15,9 +15,8 @@ from sqlalchemy import MetaData, select
 from api import OrgdeckClient
 from api.deployments import MAX_ANALYTICS_DAYS, DeploymentJob, DeploymentRequest, Heatmap, MetricsFigures
 from service.agents.models import AgentRow
-from service.db import Database, utcnow
 from service.deployments import service as deployments
-from service.deployments.answers import rollup_version
+from service.deployments.analytics_cache import rollup_version
 from service.deployments.histograms import BUCKET_RATIO
 from service.deployments.models import (
     DeploymentAgentRollupRow,
@@ -30,9 +29,10 @@ from service.deployments.models import DeploymentJobAgentRow as JobAgentRow
 from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.rollups import rebuild_rollups
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
-from service.ids import new_id
-from service.migrate import alembic_config
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database, utcnow
+from service.storage.ids import new_id
+from service.storage.migrate import alembic_config
 from tests.conftest import Org, scratch_database
 from tests.test_deployments import versioned_agent, wait_for_end
 
@@ -527,7 +527,7 @@ def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, sett
 
 
 def test_kept_answers_change_with_a_job_end_a_rebuild_and_the_names_they_show(client, db, fixture):
-    """Analytics answers are kept between requests (service.deployments.answers); whatever they
+    """Analytics answers are kept between requests (service.deployments.analytics_cache); whatever they
     were made from moving shows in the next answer: a job ending, a rebuild, a renamed environment
     or agent."""
 

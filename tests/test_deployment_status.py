@@ -15,14 +15,14 @@ from api.deployments import AgentStatus, StatusMatrix
 from api.deployments import DeploymentJob as DeploymentJobRecord
 from api.errors import BadRequest
 from service.agents.models import AgentRow, AgentVersionRow
-from service.db import Database
 from service.deployments.matrix import MatrixPage, make_status_matrix, status_version
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentStateRow
 from service.deployments.states import check_due_states
 from service.events.models import EventRow
 from service.orgs.models import OrganizationRow
 from service.registries.models import RegistryArtifactRow, RegistryArtifactVersionRow, RegistryRow
-from service.server import ServerThread
+from service.runtime.server import ServerThread
+from service.storage.db import Database
 from tests.conftest import Org, new_org, wait_for
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 

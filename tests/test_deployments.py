@@ -20,13 +20,13 @@ from standardwebhooks.webhooks import WebhookVerificationError
 from api import OrgdeckClient
 from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob, DeploymentRequest
 from api.errors import BadRequest, NotFound
-from service.db import Database, utcnow
 from service.deployments import service as deployments
 from service.deployments.models import DeploymentJobRow as JobRow
 from service.deployments.runner import MAX_ATTEMPTS, run_deployment_jobs
 from service.events.models import EventRow
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
+from service.storage.db import Database, utcnow
 from service.worker import Worker
 from tests.conftest import Org, count_rows, raw_database_contains
 

@@ -18,13 +18,13 @@ from sqlalchemy import select
 from api import OrgdeckClient
 from api.common import format_timestamp
 from api.errors import BadRequest, Forbidden
-from service.audit.models import AuditEventRow
 from service.changes.models import ChangeRequestRow
-from service.crypto import cipher_for
-from service.db import Database
 from service.environments.service import decrypt_secret_values
 from service.events.models import EventRow
 from service.orgs.service import get_org
+from service.storage.crypto import cipher_for
+from service.storage.db import Database
+from service.trail.models import AuditEventRow
 from tests.conftest import Org, raw_database_contains
 from tests.test_changes import team  # noqa: F401 (a fixture)
 from tests.test_deployments import (  # noqa: F401 (target is a fixture)

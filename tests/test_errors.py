@@ -5,7 +5,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from service.server import ServerThread
+from service.runtime.server import ServerThread
 from tests.conftest import count_rows, make_settings
 
 BAD_BODIES = {

@@ -26,10 +26,10 @@ from pathlib import Path
 
 import pytest
 
-from service.bootstrap import create_org_with_key
-from service.db import Database
-from service.migrate import upgrade
-from service.server import ServerThread
+from service.runtime.bootstrap import create_org_with_key
+from service.runtime.server import ServerThread
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 from tests.conftest import ROOT, make_settings, scratch_database
 
 CHECKS = (

@@ -17,8 +17,6 @@ from cryptography.fernet import Fernet
 from sqlalchemy import delete, event, select, text, update
 
 from api import OrgdeckClient
-from service.crypto import Cipher, DecryptionFailed
-from service.db import Database, utcnow
 from service.idempotency.models import IdempotencyKeyRow
 from service.idempotency.service import (
     Claim,
@@ -28,6 +26,8 @@ from service.idempotency.service import (
     mark_committed,
     rotate_answers,
 )
+from service.storage.crypto import Cipher, DecryptionFailed
+from service.storage.db import Database, utcnow
 from tests.conftest import SESSION_ENCRYPTION_KEY, count_rows, raw_database_contains, wait_for
 from tests.fake_llm import FakeLLM, running_fake_llm
 from tests.test_deployments import versioned_agent

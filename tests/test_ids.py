@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
 
-from service.ids import first_id_at, is_id, new_id
+from service.storage.ids import first_id_at, is_id, new_id
 
 
 def test_an_id_spells_its_time_then_its_random_bits_in_crockford_base32():

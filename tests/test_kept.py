@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from service.kept import Kept
+from service.storage.memory import Kept
 
 
 def test_answers_past_the_budget_leave_least_recently_used_first():

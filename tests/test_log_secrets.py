@@ -24,11 +24,11 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
 from api import OrgdeckClient
-from service import logredact
-from service.bootstrap import create_org_with_key
-from service.db import Database
-from service.migrate import upgrade
-from service.server import ServerThread
+from service.redaction import logs as logredact
+from service.runtime.bootstrap import create_org_with_key
+from service.runtime.server import ServerThread
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 from tests.conftest import make_settings, scratch_database, wait_for
 from tests.deliveries.support import Inbox, free_port
 from tests.fake_llm import running_fake_llm

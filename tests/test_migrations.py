@@ -11,9 +11,9 @@ from alembic.migration import MigrationContext
 from sqlalchemy import Connection, MetaData, text
 from sqlalchemy.exc import DBAPIError
 
-from service.db import Database
-from service.migrate import alembic_config
 from service.models import Base
+from service.storage.db import Database
+from service.storage.migrate import alembic_config
 from tests.conftest import scratch_database
 
 

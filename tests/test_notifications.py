@@ -15,8 +15,6 @@ from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
 from api.events import EVENT_TYPES
 from api.notifications import LogEntry
-from service.crypto import Cipher, cipher_for
-from service.db import Database
 from service.events.models import EventRow
 from service.notifications.demo import (
     DEMO_CHANNELS,
@@ -28,6 +26,8 @@ from service.notifications.demo import (
 from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow
 from service.notifications.service import rotate_channel_secrets
 from service.orgs.models import OrganizationRow
+from service.storage.crypto import Cipher, cipher_for
+from service.storage.db import Database
 from tests.conftest import Org, raw_database_contains, wait_for
 
 WEBHOOK_URL = "https://hooks.example.com/orgdeck"

@@ -13,10 +13,10 @@ import pytest
 from sqlalchemy import delete, func, insert, select
 
 from api.events import EVENT_TYPES
-from service.db import Database
-from service.ids import new_id
 from service.notifications.models import DeliveryLogCountRow, DeliveryLogDayCountRow, DeliveryLogRow
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database
+from service.storage.ids import new_id
 from tests.conftest import Org
 
 BASE = datetime(2026, 3, 1, tzinfo=UTC)

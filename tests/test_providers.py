@@ -13,11 +13,11 @@ from sqlalchemy import select
 
 from api import OrgdeckClient
 from api.errors import BadRequest, NotFound, ServerError
-from service.crypto import Cipher
-from service.outbound import OutboundRefused, check_outbound_url
+from service.outbound.urls import OutboundRefused, check_outbound_url
 from service.providers.models import ProviderConnectionRow
 from service.providers.service import rotate_provider_keys
-from service.server import ServerThread
+from service.runtime.server import ServerThread
+from service.storage.crypto import Cipher
 from tests.conftest import raw_database_contains
 from tests.fake_llm import REPLY, FakeLLM, running_fake_llm, service_with
 

@@ -9,7 +9,7 @@ import httpx
 import pytest
 import redis
 
-from service.server import ServerThread
+from service.runtime.server import ServerThread
 from tests.conftest import REDIS_URL, make_settings
 
 WINDOW_SECONDS = 30  # the Redis test's window is twice as long, so its ends are among these

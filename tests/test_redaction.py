@@ -1,4 +1,4 @@
-"""Credentials in free-form objects (service/redaction.py): planted in every object a request can
+"""Credentials in free-form objects (service/redaction/objects.py): planted in every object a request can
 carry, they reach no reader (the audit trail, the records of agents, versions, tools and artifacts,
 previews, jobs, history, the status matrix and its events, change requests), and a write that sends
 back what a reader was shown keeps them, while what is deployed still carries the real values."""

@@ -13,7 +13,7 @@ from pydantic import BaseModel
 from api.common import Page, Record
 from api.deployments import AgentStatus, EnvironmentRef, Heatmap, HeatmapAxisItem, StatusMatrix
 from api.notifications import LogEntry
-from service.responses import splice_json
+from service.http.responses import splice_json
 
 LOG_ENTRY = LogEntry(
     id="log_1",

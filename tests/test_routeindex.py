@@ -7,12 +7,12 @@ import re
 
 import pytest
 from fastapi import APIRouter
+from service.app import API_ROUTERS
 from starlette.routing import Match
 
 from service.app import create_app
-from service.routeindex import RouteIndex, app_routes
-from service.routes import API_ROUTERS
-from service.routing import api_router
+from service.http.routeindex import RouteIndex, app_routes
+from service.http.routing import api_router
 from service.settings import Settings
 
 API_ROUTES = [route for router in API_ROUTERS for route in router.routes]

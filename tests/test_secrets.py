@@ -17,15 +17,15 @@ from api import OrgdeckClient
 from api.environments import SECRET_VALUE_MAX_BYTES
 from api.errors import BadRequest, NotFound
 from service.changes.models import ChangeRequestRow
-from service.crypto import Cipher, DecryptionFailed, cipher_for
-from service.db import Database
 from service.deployments.models import DeploymentSigningKeyRow
 from service.environments.models import SecretRow
 from service.environments.service import decrypt_secret_values, rotate_secrets
-from service.migrate import upgrade
 from service.notifications.models import ChannelRow
 from service.orgs.service import get_org
-from service.server import ServerThread
+from service.runtime.server import ServerThread
+from service.storage.crypto import Cipher, DecryptionFailed, cipher_for
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 from tests.conftest import count_rows, make_settings, new_org, raw_database_contains, scratch_database
 from tests.test_cli import run_cli
 

@@ -7,8 +7,8 @@ from sqlalchemy import JSON, ForeignKey, Index, Integer, String, UniqueConstrain
 from sqlalchemy.orm import Mapped, foreign, mapped_column, relationship
 
 from api.agents import AgentSnapshot, content_hash
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class AgentRow(Base):

@@ -10,9 +10,9 @@ from api.agents import RESERVED_STABLE_KEYS, Agent, AgentVersion, CreateAgent, L
 from api.common import DEFAULT_PAGE_SIZE, MAX_INT32, OrgScoped, Page
 from service.agents import service
 from service.agents.models import AgentRow, AgentVersionRow
-from service.deps import Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
-from service.redaction import redacted
-from service.routing import api_router
+from service.http.deps import Author, LimitQuery, OffsetQuery, OrgSlugQuery, ReadSession, Viewer, WriteSession
+from service.http.routing import api_router
+from service.redaction.objects import redacted
 
 
 class StableKeySegment(StringConvertor):
@@ -35,14 +35,14 @@ StableKeyPath = Annotated[str, Path(alias="stableKey", description="The agent's 
 
 
 @router.post("", response_model=Agent)
-def create_agent(body: CreateAgent, caller: Author, session: DbSession) -> Agent:
+def create_agent(body: CreateAgent, caller: Author, session: WriteSession) -> Agent:
     """Create an agent with a draft and no versions. The stableKey is the agent's id for good."""
     agent = service.create_agent(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return _agent(agent)
 
 
 @router.post("/list", response_model=Page[Agent])
-def list_agents(body: ListAgents, caller: Viewer, session: DbSession) -> Page[Agent]:
+def list_agents(body: ListAgents, caller: Viewer, session: ReadSession) -> Page[Agent]:
     """Active agents matching every filter given, ordered by stableKey."""
     agents, total = service.list_agents(
         session,
@@ -59,13 +59,17 @@ def list_agents(body: ListAgents, caller: Viewer, session: DbSession) -> Page[Ag
 
 
 @router.get(AGENT, response_model=Agent)
-def get_agent(stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Agent:
+def get_agent(
+    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
+) -> Agent:
     agent = service.get_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
     return _agent(agent)
 
 
 @router.patch(AGENT, response_model=Agent)
-def update_agent(stable_key: StableKeyPath, body: UpdateAgent, caller: Author, session: DbSession) -> Agent:
+def update_agent(
+    stable_key: StableKeyPath, body: UpdateAgent, caller: Author, session: WriteSession
+) -> Agent:
     """Configure the draft: only the fields sent change; `fleetId: null` takes the agent out of its fleet."""
     agent = service.update_agent(
         session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key, request=body
@@ -75,7 +79,7 @@ def update_agent(stable_key: StableKeyPath, body: UpdateAgent, caller: Author, s
 
 @router.delete(AGENT, response_model=Agent)
 def archive_agent(
-    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Author, session: DbSession
+    stable_key: StableKeyPath, org_slug: OrgSlugQuery, caller: Author, session: WriteSession
 ) -> Agent:
     """Archive the agent and its versions: they vanish from reads, and the stableKey stays taken."""
     agent = service.archive_agent(session, org_id=caller.org_id_for(org_slug), stable_key=stable_key)
@@ -84,7 +88,7 @@ def archive_agent(
 
 @router.post(AGENT + "/versions", response_model=AgentVersion)
 def create_agent_version(
-    stable_key: StableKeyPath, body: OrgScoped, caller: Author, session: DbSession
+    stable_key: StableKeyPath, body: OrgScoped, caller: Author, session: WriteSession
 ) -> AgentVersion:
     """Snapshot the draft as the next immutable version; an unchanged draft returns the newest version."""
     version = service.snapshot_agent(session, org_id=caller.org_id_for(body.org_slug), stable_key=stable_key)
@@ -96,7 +100,7 @@ def list_agent_versions(
     stable_key: StableKeyPath,
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[AgentVersion]:
@@ -114,7 +118,7 @@ def get_agent_version(
     version: Annotated[int, Path(ge=1, le=MAX_INT32, description="The version number, from 1.")],
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
 ) -> AgentVersion:
     found = service.get_version(
         session, org_id=caller.org_id_for(org_slug), stable_key=stable_key, number=version

@@ -8,13 +8,13 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
 from api.agents import CreateAgent, UpdateAgent, content_hash
+from api.common import patched_fields
 from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
-from service.db import insert_unless_taken, utcnow
 from service.deployments.states import forget_agent, refresh_agent
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import FleetRow
-from service.patches import patched_fields
-from service.redaction import restored
+from service.redaction.objects import restored
+from service.storage.db import insert_unless_taken, utcnow
 
 # The draft fields a PATCH may change, by attribute name; fleet and tags are handled apart.
 DRAFT_FIELDS = ("name", "provider", "provider_config", "prompt_references")

@@ -5,10 +5,10 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
 from service.members.models import MemberRow
 from service.orgs.models import OrganizationRow
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class ApiKeyRow(Base):

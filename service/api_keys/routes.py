@@ -3,14 +3,14 @@ from __future__ import annotations
 from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
 from api.common import Page
 from service.api_keys import service
-from service.deps import DbSession, OrgSlugQuery, Viewer
-from service.routing import api_router
+from service.http.deps import OrgSlugQuery, ReadSession, Viewer, WriteSession
+from service.http.routing import api_router
 
 router = api_router("/api-keys", tags=["API keys"])
 
 
 @router.post("", response_model=CreatedApiKey)
-def create_api_key(body: CreateApiKey, caller: Viewer, session: DbSession) -> CreatedApiKey:
+def create_api_key(body: CreateApiKey, caller: Viewer, session: WriteSession) -> CreatedApiKey:
     """Create a key: one's own (up to one's role), or as an admin a member's or a service key. Its
     value is in this answer and nowhere else, ever."""
     issued = service.issue_key(session, caller=caller, request=body)
@@ -20,14 +20,14 @@ def create_api_key(body: CreateApiKey, caller: Viewer, session: DbSession) -> Cr
 
 
 @router.get("", response_model=Page[ApiKey])
-def list_api_keys(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[ApiKey]:
+def list_api_keys(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Page[ApiKey]:
     """The organization's active keys: name, prefix, role, owner, creation and last use. Never values."""
     keys = service.list_keys(session, org_id=caller.org_id_for(org_slug))
     return Page[ApiKey](items=keys, total=len(keys))
 
 
 @router.delete("/{key_id}", response_model=ApiKey)
-def revoke_api_key(key_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> ApiKey:
+def revoke_api_key(key_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: WriteSession) -> ApiKey:
     """Revoke a key (one's own member's, or as an admin any): immediate and irreversible."""
     record = service.revoke_key(session, caller=caller, org_slug=org_slug, key_id=key_id)
     return ApiKey.model_validate(record)

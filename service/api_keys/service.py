@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -13,12 +14,12 @@ from api.api_keys import CreateApiKey, KeyOwner
 from api.members import lower_role, role_at_least
 from service.api_keys.keys import display_prefix, generate_key, hash_key, is_well_formed
 from service.api_keys.models import ApiKeyRow
-from service.auth import Caller
-from service.db import utcnow
 from service.errors import InsufficientRole, InvalidInput, NotFound, Unauthorized
+from service.http.auth import Authenticated, Caller
 from service.members.models import MemberRow
 from service.members.service import get_active_member
 from service.orgs.models import OrganizationRow
+from service.storage.db import utcnow
 
 # lastUsedAt is written at most this often per key: a write per request would serialise reads.
 LAST_USED_RESOLUTION = timedelta(minutes=1)
@@ -195,8 +196,30 @@ def resolve_key(session: Session, presented: str) -> ResolvedKey:
     return ResolvedKey(**{field: getattr(row, field) for field in ResolvedKey.__dataclass_fields__})
 
 
-def needs_last_used_update(record: ResolvedKey) -> bool:
-    return record.last_used_at is None or utcnow() - record.last_used_at >= LAST_USED_RESOLUTION
+def authenticate(session: Session, credential: str) -> Authenticated:
+    """An organization's API key as a request's credential (service.http.auth): the caller it
+    stands for, acting with its role lowered to its member's current one; its last use recorded
+    after the answer, at most once a minute (a write per request would serialise reads)."""
+    try:
+        record = resolve_key(session, credential)
+    except Unauthorized as refusal:
+        return Authenticated(refusal=refusal)
+    caller = Caller(
+        org_id=record.org_id,
+        org_slug=record.org_slug,
+        org_name=record.org_name,
+        key_id=record.id,
+        key_name=record.name,
+        role=record.effective_role,
+        key_role=record.role,
+        member_id=record.member_id,
+        member_email=record.member_email,
+        member_name=record.member_name,
+    )
+    stale = record.last_used_at is None or utcnow() - record.last_used_at >= LAST_USED_RESOLUTION
+    return Authenticated(
+        caller=caller, afterwards=functools.partial(touch_key, key_id=record.id) if stale else None
+    )
 
 
 def touch_key(session: Session, *, key_id: str) -> ApiKeyRow:

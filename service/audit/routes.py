@@ -6,16 +6,16 @@ from starlette.responses import Response
 from api.audit import AuditEvent, AuditQuery, AuditStats, AuditStatsQuery
 from api.common import Page
 from service.audit import service
-from service.deps import DbSession, Viewer
-from service.query import (
+from service.http.deps import ReadSession, Viewer
+from service.http.query import (
     FLATTENED_DATE_RANGE,
     date_range_parameter,
     paged_query_openapi,
     parameter,
     parse_query,
 )
-from service.responses import rendered_json, splice_json
-from service.routing import api_router
+from service.http.responses import rendered_json, splice_json
+from service.http.routing import api_router
 
 router = api_router("", tags=["Audit trail"])
 
@@ -40,7 +40,7 @@ STATS_OPENAPI = {
 
 
 @router.get("/audit-events", response_model=Page[AuditEvent], openapi_extra=QUERY_OPENAPI)
-def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> Response:
+def list_audit_events(request: Request, caller: Viewer, session: ReadSession) -> Response:
     """Who changed what, newest first; `nextCursor` walks on (no total is counted)."""
     query = parse_query(request, AuditQuery, SCALARS)
     page = service.list_events(session, org_id=caller.org_id_for(query.org_slug), query=query)
@@ -51,7 +51,7 @@ def list_audit_events(request: Request, caller: Viewer, session: DbSession) -> R
 
 
 @router.get("/audit-events/stats", response_model=AuditStats, openapi_extra=STATS_OPENAPI)
-def audit_stats(request: Request, caller: Viewer, session: DbSession) -> AuditStats:
+def audit_stats(request: Request, caller: Viewer, session: ReadSession) -> AuditStats:
     """Changes per UTC day by action, and per actor: the Activity chart, counted in the database.
 
     `dateRange` covers at most 366 days; `end` defaults to now and `start` to 30 days before `end`.

@@ -22,13 +22,13 @@ from api.audit import (
     AuditStatsQuery,
     AuditTarget,
 )
-from service.audit.models import AuditEventRow
 from service.changes.references import change_request_json
-from service.db import dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor, InvalidInput
-from service.ids import first_id_at, is_id
-from service.jsonsql import json_text, model_json, model_json_of
 from service.members.models import MemberRow
+from service.storage.db import dialect_name, utc_day, utcnow
+from service.storage.ids import first_id_at, is_id
+from service.storage.jsonsql import json_text, model_json, model_json_of
+from service.trail.models import AuditEventRow
 
 EVENT_PREFIX = "aud"
 

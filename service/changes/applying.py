@@ -31,7 +31,6 @@ class Moved(ServiceError):
     code = "conflict"
 
 
-
 def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
     request = DeploymentRequest.model_validate(row.payload)
     environment = deployments.locked_environment(

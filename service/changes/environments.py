@@ -47,7 +47,9 @@ def lock_target(session: Session, *, org_id: str, payload: dict[str, Any]) -> No
         named = environments.find_environment_by_name(session, org_id=org_id, name=payload["environment"])
         environment_id = named.id if named is not None else None
     elif payload["action"] == "deleteSecret":
-        environment_id = environments.get_secret(session, org_id=org_id, secret_id=payload["secretId"]).environment_id
+        environment_id = environments.get_secret(
+            session, org_id=org_id, secret_id=payload["secretId"]
+        ).environment_id
     if environment_id is not None:
         session.get(EnvironmentRow, environment_id, with_for_update=True)
     else:
@@ -188,7 +190,11 @@ def _apply_tool_deployment(session: Session, row: ChangeRequestRow) -> Applied:
     )
     recorded = tools.record_tool_deployment(session, org_id=row.org_id, request=request, reviewed=True)
     record = recorded.record
-    result = {"toolDeploymentId": record.id, "environmentId": record.environment_id, "version": record.version}
+    result = {
+        "toolDeploymentId": record.id,
+        "environmentId": record.environment_id,
+        "version": record.version,
+    }
     return Applied(result, "recordToolDeployment", request, tools.deployment_record(recorded))
 
 

@@ -6,8 +6,8 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class ChangeRequestRow(Base):
@@ -19,7 +19,7 @@ class ChangeRequestRow(Base):
     governs it (its `requiredApprovals`, read whenever the request is shown or decided);
     `required_approvals` is the count when it was opened, then when it was decided. `sealed` is a
     secret the change carries (a secret's value, a new signing key), encrypted as stored secrets are
-    (service.crypto): installed as it is when the change is applied, dropped when the request is
+    (service.storage.crypto): installed as it is when the change is applied, dropped when the request is
     decided, in no answer.
     """
 

@@ -23,13 +23,14 @@ from api.changes import (
     SigningKeyChange,
     ToolDeploymentChange,
 )
+from api.common import patched_fields
 from api.deployments import DeploymentRequest, FieldChange
 from api.governance import CreatePolicy
 from api.registries import MoveLabel
 from service.changes.environments import TOOL_RECORD_FIELDS, as_patch, environment_fields, environment_state
 from service.changes.protection import secret_carriers
 from service.deployments import service as deployments
-from service.deployments.changes import mapping_changes, value_changes
+from service.deployments.diffs import mapping_changes, value_changes
 from service.deployments.models import AgentDeploymentRow
 from service.deployments.service import agent_previews
 from service.environments import service as environments
@@ -37,10 +38,9 @@ from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
 from service.governance import service as governance
 from service.governance.models import PolicyRow
-from service.patches import patched_fields
+from service.outbound.webhooks import new_secret
 from service.registries import service as registries
 from service.tools import service as tools
-from service.webhooks import new_secret
 
 POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
 # What a preview shows in place of a secret's value or a signing key: never the value itself.

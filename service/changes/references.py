@@ -14,8 +14,8 @@ from sqlalchemy.orm import Session
 
 from api.approvals import Approver, ChangeRequestRef, Requester
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
-from service.db import dialect_name
-from service.jsonsql import json_text, model_json
+from service.storage.db import dialect_name
+from service.storage.jsonsql import json_text, model_json
 
 
 def change_request_json(dialect: str, change_request_id: ColumnElement[Any]) -> ColumnElement[Any]:

@@ -17,19 +17,20 @@ from api.changes import (
 )
 from api.common import DEFAULT_PAGE_SIZE, Page
 from service.changes import service
-from service.crypto import cipher_for
 from service.deployments.service import parse_statuses
-from service.deps import (
+from service.http.deps import (
     Admin,
     AppSettings,
     Author,
-    DbSession,
     EnumListQuery,
     LimitQuery,
     OrgSlugQuery,
+    ReadSession,
     Viewer,
+    WriteSession,
 )
-from service.routing import api_router
+from service.http.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("", tags=["Reviewed changes"])
 
@@ -42,7 +43,7 @@ KindQuery = Annotated[
 
 @router.post("/change-requests", response_model=CreatedChangeRequest)
 def open_change_request(
-    body: OpenChangeRequest, caller: Author, session: DbSession, settings: AppSettings
+    body: OpenChangeRequest, caller: Author, session: WriteSession, settings: AppSettings
 ) -> CreatedChangeRequest:
     """Open a request for a change, with its preview; nothing is applied until it is approved.
 
@@ -63,7 +64,7 @@ def open_change_request(
 def list_change_requests(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
     kind: KindQuery = [],  # noqa: B006
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
@@ -83,7 +84,7 @@ def list_change_requests(
 
 @router.get("/change-requests/{changeRequestId}", response_model=ChangeRequest)
 def get_change_request(
-    change_request_id: ChangeRequestId, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
+    change_request_id: ChangeRequestId, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> ChangeRequest:
     return service.get_change_request(
         session, org_id=caller.org_id_for(org_slug), change_request_id=change_request_id
@@ -92,7 +93,7 @@ def get_change_request(
 
 @router.post("/change-requests/{changeRequestId}/approve", response_model=ChangeRequest)
 def approve_change_request(
-    change_request_id: ChangeRequestId, body: ReviewChangeRequest, caller: Author, session: DbSession
+    change_request_id: ChangeRequestId, body: ReviewChangeRequest, caller: Author, session: WriteSession
 ) -> ChangeRequest:
     """Approve as a member holding the change's role who did not request it; the last approval
     needed applies the change, as previewed, or ends the request `conflict` if its target moved."""
@@ -108,7 +109,7 @@ def approve_change_request(
 
 @router.post("/change-requests/{changeRequestId}/reject", response_model=ChangeRequest)
 def reject_change_request(
-    change_request_id: ChangeRequestId, body: ReviewChangeRequest, caller: Author, session: DbSession
+    change_request_id: ChangeRequestId, body: ReviewChangeRequest, caller: Author, session: WriteSession
 ) -> ChangeRequest:
     """Reject (same reviewers as approve): the request ends `rejected`."""
     return service.review(
@@ -123,7 +124,7 @@ def reject_change_request(
 
 @router.post("/change-requests/{changeRequestId}/cancel", response_model=ChangeRequest)
 def cancel_change_request(
-    change_request_id: ChangeRequestId, body: CancelChangeRequest, caller: Author, session: DbSession
+    change_request_id: ChangeRequestId, body: CancelChangeRequest, caller: Author, session: WriteSession
 ) -> ChangeRequest:
     """Withdraw an open request; its requester only."""
     return service.cancel(
@@ -132,12 +133,12 @@ def cancel_change_request(
 
 
 @router.get("/settings", response_model=OrgSettings)
-def get_settings(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> OrgSettings:
+def get_settings(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> OrgSettings:
     """The organization's settings of reviewed changes (defaults until set)."""
     return service.get_settings(session, org_id=caller.org_id_for(org_slug))
 
 
 @router.put("/settings", response_model=OrgSettings)
-def update_settings(body: OrgSettingsUpdate, caller: Admin, session: DbSession) -> OrgSettings:
+def update_settings(body: OrgSettingsUpdate, caller: Admin, session: WriteSession) -> OrgSettings:
     """Require approval of policies; set how long open change requests wait before they expire."""
     return service.update_settings(session, org_id=caller.org_id_for(body.org_slug), request=body)

@@ -29,20 +29,21 @@ from api.changes import (
     Review,
 )
 from api.members import role_at_least
-from service.audit.recording import record_applied
-from service.auth import Caller
 from service.changes.applying import APPLIERS
 from service.changes.counting import Standing, standings
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import PLANNERS
-from service.crypto import Cipher, reencrypt_column
-from service.db import Database, utcnow
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
-from service.ids import is_id
+from service.http.auth import Caller
+from service.http.requestid import current_request_id
 from service.orgs.models import OrganizationRow
-from service.redaction import redacted
+from service.redaction.objects import redacted
 from service.settings import Settings
+from service.storage.crypto import Cipher, reencrypt_column
+from service.storage.db import Database, utcnow
+from service.storage.ids import is_id
+from service.trail.recording import record_applied
 
 # -- settings -------------------------------------------------------------------------------
 
@@ -237,6 +238,7 @@ def _apply(session: Session, row: ChangeRequestRow, standing: Standing) -> None:
         action=applied.action,
         result=applied.answer,
         body=applied.body,
+        request_id=current_request_id.get(),
     )
 
 

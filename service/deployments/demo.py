@@ -29,14 +29,14 @@ from api import OrgdeckClient
 from api.deployments import DeploymentRequest
 from service.agents.demo import DEMO_AGENTS, DEMO_FLEETS
 from service.agents.models import AgentRow, AgentVersionRow
-from service.db import Database, utcnow
 from service.deployments.models import AgentDeploymentRow, DeploymentJobAgentRow, DeploymentJobRow
 from service.deployments.rollups import rebuild_rollups
 from service.deployments.service import config_hash, resolved_config
 from service.deployments.states import record_job_outcome, refresh_agent
 from service.environments.models import EnvironmentRow
-from service.ids import new_id
 from service.orgs.service import get_org
+from service.storage.db import Database, utcnow
+from service.storage.ids import new_id
 
 logger = logging.getLogger("orgdeck.demo")
 

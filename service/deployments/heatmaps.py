@@ -31,8 +31,7 @@ from api.deployments import (
     HeatmapAxisItem,
 )
 from service.agents.models import AgentRow
-from service.db import dialect_name
-from service.deployments.answers import kept_answer
+from service.deployments.analytics_cache import kept_answer
 from service.deployments.dialects import weekday
 from service.deployments.models import (
     DeploymentAgentRollupRow,
@@ -47,7 +46,8 @@ from service.deployments.ranges import (
     stretch_rows,
     whole_months,
 )
-from service.responses import splice_json
+from service.http.responses import splice_json
+from service.storage.db import dialect_name
 
 WEEKDAYS = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
@@ -67,7 +67,7 @@ def heatmap(
     environment_id: str | None,
 ) -> str:
     """The heatmap as JSON text (a `Heatmap`), kept between requests until the rollups change
-    (service.deployments.answers).
+    (service.deployments.analytics_cache).
 
     A year of days by twenty environments is 7,300 numbers of each kind: they go from the month
     rows to the answer as text, never as Python numbers. The other grids are a few thousand cells

@@ -13,12 +13,12 @@ from sqlalchemy.orm import Session
 from api.common import Page
 from api.deployments import AgentResult, DeploymentJob
 from service.changes.references import change_request_json
-from service.db import dialect_name
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
 from service.errors import InvalidCursor, InvalidInput
-from service.ids import is_id
-from service.jsonsql import json_text, model_json_of
-from service.responses import splice_json
+from service.http.responses import splice_json
+from service.storage.db import dialect_name
+from service.storage.ids import is_id
+from service.storage.jsonsql import json_text, model_json_of
 
 
 def list_jobs(

@@ -37,12 +37,12 @@ from sqlalchemy.orm import Session
 
 from api.deployments import AGENT_STATES, DEFAULT_STALE_AFTER_DAYS, AgentStatus, EnvironmentRef, StatusMatrix
 from service.agents.models import AgentRow
-from service.db import dialect_name
 from service.deployments.models import DeploymentPolicyRow, DeploymentStateRow, DeploymentStatusVersionRow
 from service.environments.models import EnvironmentRow
-from service.jsonsql import json_text, model_json
-from service.kept import Kept
-from service.responses import splice_json
+from service.http.responses import splice_json
+from service.storage.db import dialect_name
+from service.storage.jsonsql import json_text, model_json
+from service.storage.memory import Kept
 
 # A default page (50 agents by 20 environments) is about 400 KB.
 KEPT_BYTES = 32 * 1024 * 1024

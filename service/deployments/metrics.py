@@ -13,7 +13,7 @@ Counts are exact. Medians come from histograms (service.deployments.histograms):
 bucket, 4.4 %, of the exact median. A period reads the month's rollup row when the range covers the
 month up to today, else its days' rows, so a year by month reads about 13 rows per environment;
 numpy sums their histograms and reads the medians. Answers are kept until the rollups change
-(service.deployments.answers).
+(service.deployments.analytics_cache).
 """
 
 from __future__ import annotations
@@ -31,8 +31,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
-from service.db import utcnow
-from service.deployments.answers import kept_answer
+from service.deployments.analytics_cache import kept_answer
 from service.deployments.histograms import medians, sparse
 from service.deployments.models import DeploymentMetricRollupRow, DeploymentMonthRollupRow
 from service.deployments.ranges import (
@@ -45,6 +44,7 @@ from service.deployments.ranges import (
     stretch_rows,
     whole_months,
 )
+from service.storage.db import utcnow
 
 
 def metrics(
@@ -58,7 +58,7 @@ def metrics(
 ) -> str:
     """Deployments, successes, failures and the four metrics: over the range, per period, and the
     same per environment, as JSON text (`DeploymentMetrics`), kept between requests until the
-    rollups change (service.deployments.answers)."""
+    rollups change (service.deployments.analytics_cache)."""
     start, end = analytics_range(start, end)
     environments = analysed_environments(session, org_id=org_id, environment_id=environment_id)
     shown = tuple((environment["id"], environment["name"]) for environment in environments)

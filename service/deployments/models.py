@@ -6,8 +6,8 @@ from typing import Any
 from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class DeploymentJobRow(Base):
@@ -107,7 +107,7 @@ class DeploymentSigningKeyRow(Base):
         ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
     )
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
-    # Fernet token of the `whsec_…` value (see service.crypto).
+    # Fernet token of the `whsec_…` value (see service.storage.crypto).
     ciphertext: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -196,7 +196,7 @@ class DeploymentAgentRollupRow(Base):
 class DeploymentRollupVersionRow(Base):
     """How many times an org's deployment rollups have changed: moved in the transaction that
     changes them, so that an analytics answer kept under one version is never served once they
-    have moved on (service.deployments.answers)."""
+    have moved on (service.deployments.analytics_cache)."""
 
     __tablename__ = "deployment_rollup_versions"
 

@@ -15,9 +15,9 @@ from api.deployments import (
     DEFAULT_ANALYTICS_DAYS,
     MAX_ANALYTICS_DAYS,
 )
-from service.db import utcnow
 from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput
+from service.storage.db import utcnow
 
 
 def analytics_range(start: date | None, end: date | None) -> tuple[date, date]:

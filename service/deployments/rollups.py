@@ -9,7 +9,7 @@ A job is counted once it has ended, on the UTC day and hour it was created:
 An incident opens with the first failed job of a run in an environment and closes with the next
 complete job there, whenever either was created: its time to restore counts on the day the first
 failure was created. Loads that write jobs without the worker call `rebuild_rollups`. Both move
-the org's rollup version, under which analytics answers are kept (service.deployments.answers).
+the org's rollup version, under which analytics answers are kept (service.deployments.analytics_cache).
 """
 
 from __future__ import annotations
@@ -43,8 +43,7 @@ from api.deployments import (
     FAILED_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
 )
-from service.db import dialect_name, upsert
-from service.deployments.answers import rollups_changed
+from service.deployments.analytics_cache import rollups_changed
 from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
@@ -57,6 +56,7 @@ from service.deployments.models import (
     DeploymentMonthRollupRow,
     DeploymentRollupVersionRow,
 )
+from service.storage.db import dialect_name, upsert
 
 ENDED = sorted(FINISHED_JOB_STATUSES)
 

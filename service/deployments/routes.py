@@ -28,22 +28,23 @@ from api.deployments import (
     SigningKeyRequest,
     StatusMatrix,
 )
-from service.crypto import cipher_for
 from service.deployments import heatmaps, history, joblist, matrix, metrics, service, states
-from service.deps import (
+from service.errors import InvalidInput
+from service.http.deps import (
     Admin,
     AppSettings,
-    DbSession,
     EnumListQuery,
     LimitQuery,
     OffsetQuery,
     Operator,
     OrgSlugQuery,
+    ReadSession,
     Viewer,
+    WriteSession,
 )
-from service.errors import InvalidInput
-from service.responses import rendered_json
-from service.routing import api_router
+from service.http.responses import rendered_json
+from service.http.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("", tags=["Deployments"])
 
@@ -63,7 +64,7 @@ JobLimitQuery = Annotated[
 
 
 @router.post("/agents/deployments/preview", response_model=DeploymentPreview)
-def preview_deployment(body: DeploymentRequest, caller: Viewer, session: DbSession) -> DeploymentPreview:
+def preview_deployment(body: DeploymentRequest, caller: Viewer, session: ReadSession) -> DeploymentPreview:
     """What deploying would change in the environment, agent by agent and field by field. Writes nothing."""
     environment, planned = service.plan_deployment(
         session, org_id=caller.org_id_for(body.org_slug), request=body
@@ -79,7 +80,7 @@ def preview_deployment(body: DeploymentRequest, caller: Viewer, session: DbSessi
 
 
 @router.post("/agents/deployments", response_model=DeploymentJob)
-def deploy(body: DeploymentRequest, caller: Operator, session: DbSession) -> DeploymentJob:
+def deploy(body: DeploymentRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
     """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
     job = service.create_job(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return service.job_record(session, job)
@@ -87,7 +88,7 @@ def deploy(body: DeploymentRequest, caller: Operator, session: DbSession) -> Dep
 
 @router.post("/agents/deployments/signing-key", response_model=SigningKey)
 def create_signing_key(
-    body: SigningKeyRequest, caller: Operator, session: DbSession, settings: AppSettings
+    body: SigningKeyRequest, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> SigningKey:
     """Create or replace the key a webhook environment verifies manifests with; shown only in this answer."""
     key, value = service.create_signing_key(
@@ -104,7 +105,7 @@ def deploy_fleet(
     fleet_id: Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")],
     body: FleetDeploymentRequest,
     caller: Operator,
-    session: DbSession,
+    session: WriteSession,
 ) -> DeploymentJob:
     """One job deploying every agent of the fleet, each its latest version."""
     job = service.create_fleet_job(
@@ -121,7 +122,7 @@ def deploy_fleet(
 def list_jobs(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     environment_id: Annotated[str | None, Query(alias="environmentId", min_length=1, max_length=40)] = None,
     status: StatusQuery = [],  # noqa: B006 (FastAPI copies defaults)
     start: Annotated[
@@ -155,7 +156,7 @@ def get_job(
     job_id: Annotated[str, Path(alias="jobId", description="The job's id (job_…).")],
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
 ) -> DeploymentJob:
     """One job with each agent's result."""
     job = service.get_job(session, org_id=caller.org_id_for(org_slug), job_id=job_id)
@@ -177,7 +178,7 @@ EnvironmentFilter = Annotated[
 def deployment_heatmap(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     group_by: Annotated[HeatmapGroupBy, Query(alias="groupBy")] = "environment",
     bucket: Annotated[HeatmapBucket, Query(description="Columns of groupBy=environment.")] = "day",
     metric: HeatmapMetric = "count",
@@ -204,7 +205,7 @@ def deployment_heatmap(
 def deployment_metrics(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     period: MetricsPeriod = "week",
     start: StartQuery = None,
     end: EndQuery = None,
@@ -232,7 +233,7 @@ AgentFilter = Annotated[
 def deployment_history(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     agent: AgentFilter = None,
     environment_id: EnvironmentFilter = None,
     status: Annotated[
@@ -262,7 +263,7 @@ def deployment_history(
 def deployment_status(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     environment_id: EnvironmentFilter = None,
     agent: AgentFilter = None,
     state: Annotated[
@@ -286,7 +287,7 @@ def deployment_status(
 
 
 @router.get("/agents/deployments/settings", response_model=DeploymentSettings)
-def deployment_settings(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> DeploymentSettings:
+def deployment_settings(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> DeploymentSettings:
     """The organization's deployment settings (defaults until set)."""
     days = states.get_stale_after_days(session, org_id=caller.org_id_for(org_slug))
     return DeploymentSettings(stale_after_days=days)
@@ -294,7 +295,7 @@ def deployment_settings(org_slug: OrgSlugQuery, caller: Viewer, session: DbSessi
 
 @router.put("/agents/deployments/settings", response_model=DeploymentSettings)
 def update_deployment_settings(
-    body: DeploymentSettingsUpdate, caller: Admin, session: DbSession
+    body: DeploymentSettingsUpdate, caller: Admin, session: WriteSession
 ) -> DeploymentSettings:
     """Set the stale threshold; every pair of the organization is re-evaluated under it at once."""
     days = states.update_settings(

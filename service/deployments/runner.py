@@ -23,8 +23,6 @@ import httpx
 from sqlalchemy import and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.crypto import DecryptionFailed, cipher_for
-from service.db import Database, insert_unless_taken, utcnow
 from service.deployments.models import (
     AgentDeploymentRow,
     DeploymentJobAgentRow,
@@ -36,11 +34,13 @@ from service.deployments.states import record_job_outcome
 from service.environments.models import EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
-from service.ids import new_id
-from service.outbound import OutboundRefused, check_outbound_url
-from service.redaction import hidden_values, redacted_text
+from service.outbound.urls import OutboundRefused, check_outbound_url
+from service.outbound.webhooks import signature_headers
+from service.redaction.objects import hidden_values, redacted_text
 from service.settings import Settings
-from service.webhooks import signature_headers
+from service.storage.crypto import DecryptionFailed, cipher_for
+from service.storage.db import Database, insert_unless_taken, utcnow
+from service.storage.ids import new_id
 
 logger = logging.getLogger("orgdeck.deployments")
 

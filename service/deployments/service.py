@@ -23,9 +23,7 @@ from api.deployments import (
 from service.agents.models import AgentRow, AgentVersionRow
 from service.changes.protection import require_review_of_deployment, require_review_of_environment
 from service.changes.references import change_request_references
-from service.crypto import Cipher, reencrypt_column
-from service.db import utcnow
-from service.deployments.changes import diff_deployment
+from service.deployments.diffs import diff_deployment
 from service.deployments.facts import load_prompts, readable_prompt
 from service.deployments.models import (
     AgentDeploymentRow,
@@ -36,9 +34,11 @@ from service.deployments.models import (
 from service.environments.models import EnvironmentRow
 from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
-from service.redaction import restored
+from service.outbound.webhooks import new_secret
+from service.redaction.objects import restored
+from service.storage.crypto import Cipher, reencrypt_column
+from service.storage.db import utcnow
 from service.tools.models import ToolRow
-from service.webhooks import new_secret
 
 
 @dataclass(frozen=True)

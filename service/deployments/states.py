@@ -29,8 +29,7 @@ from sqlalchemy.orm import Session
 
 from api.deployments import DEFAULT_STALE_AFTER_DAYS, AgentStatus, FieldChange
 from service.agents.models import AgentRow
-from service.db import Database, insert_unless_taken, utcnow
-from service.deployments.changes import mapping_changes, value_changes
+from service.deployments.diffs import mapping_changes, value_changes
 from service.deployments.facts import Facts, deployed_tool_hashes, load_facts, readable_prompt
 from service.deployments.models import (
     AgentDeploymentRow,
@@ -40,6 +39,7 @@ from service.deployments.models import (
 )
 from service.events.service import record_event
 from service.settings import Settings
+from service.storage.db import Database, insert_unless_taken, utcnow
 
 # Pairs evaluated per query round (and per worker round): bounded work, bounded IN lists.
 BATCH = 200

@@ -5,8 +5,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint, func, select, text
 from sqlalchemy.orm import Mapped, column_property, mapped_column
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class EnvironmentRow(Base):
@@ -61,7 +61,7 @@ class SecretRow(Base):
     org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
     environment_id: Mapped[str | None] = mapped_column(ForeignKey("environments.id", ondelete="CASCADE"))
     name: Mapped[str] = mapped_column(String(128))
-    # Fernet token of the value under the first configured key (see service.crypto).
+    # Fernet token of the value under the first configured key (see service.storage.crypto).
     ciphertext: Mapped[str] = mapped_column(Text)
     version: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -17,11 +17,20 @@ from api.environments import (
     SetSecret,
     UpdateEnvironment,
 )
-from service.crypto import cipher_for
-from service.deps import AppSettings, DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.environments import service
 from service.environments.models import EnvironmentRow
-from service.routing import api_router
+from service.http.deps import (
+    AppSettings,
+    LimitQuery,
+    OffsetQuery,
+    Operator,
+    OrgSlugQuery,
+    ReadSession,
+    Viewer,
+    WriteSession,
+)
+from service.http.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("/environments", tags=["Environments and secrets"])
 
@@ -29,7 +38,7 @@ router = api_router("/environments", tags=["Environments and secrets"])
 
 
 @router.post("/secrets", response_model=Secret)
-def set_secret(body: SetSecret, caller: Operator, session: DbSession, settings: AppSettings) -> Secret:
+def set_secret(body: SetSecret, caller: Operator, session: WriteSession, settings: AppSettings) -> Secret:
     """Store a secret, encrypted; writing an existing name in the same scope rotates it (new version).
 
     The value is never returned, here or anywhere else.
@@ -44,7 +53,7 @@ def set_secret(body: SetSecret, caller: Operator, session: DbSession, settings: 
 def list_secrets(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     environment_id: str | None = Query(None, alias="environmentId", description="Only this environment's."),
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
@@ -59,19 +68,19 @@ def list_secrets(
 
 
 @router.delete("/secrets/{secret_id}", response_model=Secret)
-def delete_secret(secret_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession) -> Secret:
+def delete_secret(secret_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession) -> Secret:
     secret = service.delete_secret(session, org_id=caller.org_id_for(org_slug), secret_id=secret_id)
     return Secret.model_validate(secret)
 
 
 @router.post("", response_model=Environment)
-def create_environment(body: CreateEnvironment, caller: Operator, session: DbSession) -> Environment:
+def create_environment(body: CreateEnvironment, caller: Operator, session: WriteSession) -> Environment:
     environment = service.create_environment(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Environment.model_validate(environment)
 
 
 @router.post("/list", response_model=Page[Environment])
-def list_environments(body: ListEnvironments, caller: Viewer, session: DbSession) -> Page[Environment]:
+def list_environments(body: ListEnvironments, caller: Viewer, session: ReadSession) -> Page[Environment]:
     """The organization's environments by name, each with its secret count and newest job."""
     environments, total = service.list_environments(
         session,
@@ -94,7 +103,7 @@ def list_environments(body: ListEnvironments, caller: Viewer, session: DbSession
 
 @router.get("/{environment_id}", response_model=Environment)
 def get_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
+    environment_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> Environment:
     environment = service.get_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
@@ -104,7 +113,7 @@ def get_environment(
 
 @router.patch("/{environment_id}", response_model=Environment)
 def update_environment(
-    environment_id: str, body: UpdateEnvironment, caller: Operator, session: DbSession
+    environment_id: str, body: UpdateEnvironment, caller: Operator, session: WriteSession
 ) -> Environment:
     """Change any of name, description, target and webhookUrl; an admin also protected and
     requiredApprovals (deployments to a protected environment go through change requests)."""
@@ -120,7 +129,7 @@ def update_environment(
 
 @router.delete("/{environment_id}", response_model=Environment)
 def delete_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
+    environment_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Environment:
     """Delete an environment with its secrets, tool deployment records and jobs; refused (400
     `in_use`) while agents are deployed there."""

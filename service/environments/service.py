@@ -13,6 +13,7 @@ from typing import Any
 from sqlalchemy import Row, func, or_, select
 from sqlalchemy.orm import Session
 
+from api.common import patched_fields
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from api.members import role_at_least
 from service.agents.models import AgentRow
@@ -21,12 +22,11 @@ from service.changes.protection import (
     require_review_of_environment_fields,
     require_review_of_secret,
 )
-from service.crypto import Cipher, reencrypt_column
-from service.db import insert_unless_taken, utcnow
 from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
 from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
-from service.patches import patched_fields
+from service.storage.crypto import Cipher, reencrypt_column
+from service.storage.db import insert_unless_taken, utcnow
 
 
 def create_environment(session: Session, *, org_id: str, request: CreateEnvironment) -> EnvironmentRow:

@@ -9,7 +9,7 @@ from sqlalchemy.orm import Session
 
 from api.events import EVENT_TYPES
 from service.events.models import EventRow
-from service.redaction import redacted
+from service.redaction.objects import redacted
 
 
 def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> EventRow:

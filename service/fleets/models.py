@@ -6,9 +6,9 @@ from sqlalchemy import ForeignKey, String, UniqueConstraint, and_, func, select
 from sqlalchemy.orm import Mapped, column_property, mapped_column, relationship
 
 from service.agents.models import AgentRow
-from service.db import Base, UTCDateTime, utcnow
 from service.environments.models import EnvironmentRow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class FleetRow(Base):

@@ -6,9 +6,17 @@ from fastapi import Path
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.fleets import CreateFleet, Fleet, FleetDetail, UpdateFleet
-from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
 from service.fleets import service
-from service.routing import api_router
+from service.http.deps import (
+    LimitQuery,
+    OffsetQuery,
+    Operator,
+    OrgSlugQuery,
+    ReadSession,
+    Viewer,
+    WriteSession,
+)
+from service.http.routing import api_router
 
 router = api_router("/fleets", tags=["Fleets"])
 FleetIdPath = Annotated[str, Path(alias="fleetId", description="The fleet's id (fleet_…).")]
@@ -16,7 +24,7 @@ FLEET = "/{fleetId}"
 
 
 @router.post("", response_model=FleetDetail)
-def create_fleet(body: CreateFleet, caller: Operator, session: DbSession) -> FleetDetail:
+def create_fleet(body: CreateFleet, caller: Operator, session: WriteSession) -> FleetDetail:
     """Create a fleet; agents join it through their `fleetId`."""
     fleet = service.create_fleet(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return FleetDetail.model_validate(fleet)
@@ -26,7 +34,7 @@ def create_fleet(body: CreateFleet, caller: Operator, session: DbSession) -> Fle
 def list_fleets(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[Fleet]:
@@ -41,7 +49,7 @@ def list_fleets(
 
 @router.get(FLEET, response_model=FleetDetail)
 def get_fleet(
-    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
+    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> FleetDetail:
     """A fleet with its agents (stableKey, name, provider) and environments."""
     fleet = service.get_fleet(session, org_id=caller.org_id_for(org_slug), fleet_id=fleet_id)
@@ -50,7 +58,7 @@ def get_fleet(
 
 @router.patch(FLEET, response_model=FleetDetail)
 def update_fleet(
-    fleet_id: FleetIdPath, body: UpdateFleet, caller: Operator, session: DbSession
+    fleet_id: FleetIdPath, body: UpdateFleet, caller: Operator, session: WriteSession
 ) -> FleetDetail:
     """Rename, describe, or replace the set of environments; only the fields sent change."""
     fleet = service.update_fleet(
@@ -61,7 +69,7 @@ def update_fleet(
 
 @router.delete(FLEET, response_model=Fleet)
 def delete_fleet(
-    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
+    fleet_id: FleetIdPath, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Fleet:
     """Delete the fleet. Its agents keep existing, outside any fleet."""
     fleet = service.delete_fleet(session, org_id=caller.org_id_for(org_slug), fleet_id=fleet_id)

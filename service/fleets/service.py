@@ -7,13 +7,13 @@ from collections.abc import Sequence
 from sqlalchemy import func, select, update
 from sqlalchemy.orm import Session
 
+from api.common import patched_fields
 from api.fleets import CreateFleet, UpdateFleet
 from service.agents.models import AgentRow
-from service.db import insert_unless_taken, utcnow
 from service.environments.models import EnvironmentRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.fleets.models import FleetEnvironmentRow, FleetRow
-from service.patches import patched_fields
+from service.storage.db import insert_unless_taken, utcnow
 
 
 def create_fleet(session: Session, *, org_id: str, request: CreateFleet) -> FleetRow:

@@ -15,10 +15,19 @@ from api.governance import (
     Severity,
     UpdatePolicy,
 )
-from service.crypto import cipher_for
-from service.deps import AppSettings, Author, DbSession, LimitQuery, OffsetQuery, OrgSlugQuery, Viewer
 from service.governance import service
-from service.routing import api_router
+from service.http.deps import (
+    AppSettings,
+    Author,
+    LimitQuery,
+    OffsetQuery,
+    OrgSlugQuery,
+    ReadSession,
+    Viewer,
+    WriteSession,
+)
+from service.http.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("/governance/policies", tags=["Governance"])
 
@@ -32,7 +41,7 @@ router = api_router("/governance/policies", tags=["Governance"])
     },
 )
 def generate_policy_prompt(
-    body: GeneratePolicyPrompt, caller: Author, session: DbSession, settings: AppSettings
+    body: GeneratePolicyPrompt, caller: Author, session: ReadSession, settings: AppSettings
 ) -> PolicyDraft:
     """Draft rule text from the author's instructions with the chosen model; nothing is saved.
 
@@ -47,13 +56,13 @@ def generate_policy_prompt(
         settings=settings,
         cipher=cipher_for(settings),
     )
-    # Nothing more to read: end the transaction (on SQLite, the write lock) before waiting on a model.
+    # Nothing more to read: end the read before waiting on a model.
     session.commit()
     return service.draft(target, request=body, settings=settings)
 
 
 @router.post("", response_model=PolicyWithVersions)
-def create_policy(body: CreatePolicy, caller: Author, session: DbSession) -> PolicyWithVersions:
+def create_policy(body: CreatePolicy, caller: Author, session: WriteSession) -> PolicyWithVersions:
     """Save a policy (typically a reviewed draft) as version 1."""
     policy = service.create_policy(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return service.policy_record(session, policy)
@@ -63,7 +72,7 @@ def create_policy(body: CreatePolicy, caller: Author, session: DbSession) -> Pol
 def list_policies(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     category: Annotated[Category | None, Query()] = None,
     severity: Annotated[Severity | None, Query()] = None,
     search: Annotated[str | None, Query(max_length=200, description="Part of the name, in any case.")] = None,
@@ -88,7 +97,7 @@ def list_policies(
 
 @router.get("/{policy_id}", response_model=PolicyWithVersions)
 def get_policy(
-    policy_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession
+    policy_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> PolicyWithVersions:
     """A policy with every version of its content, newest first."""
     policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
@@ -97,7 +106,7 @@ def get_policy(
 
 @router.patch("/{policy_id}", response_model=PolicyWithVersions)
 def update_policy(
-    policy_id: str, body: UpdatePolicy, caller: Author, session: DbSession
+    policy_id: str, body: UpdatePolicy, caller: Author, session: WriteSession
 ) -> PolicyWithVersions:
     """Change the fields given; a change of content is a new version and the previous one is kept."""
     policy = service.update_policy(
@@ -107,7 +116,7 @@ def update_policy(
 
 
 @router.delete("/{policy_id}", response_model=Policy)
-def delete_policy(policy_id: str, org_slug: OrgSlugQuery, caller: Author, session: DbSession) -> Policy:
+def delete_policy(policy_id: str, org_slug: OrgSlugQuery, caller: Author, session: WriteSession) -> Policy:
     """Delete a policy and its versions."""
     policy = service.delete_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
     return Policy.model_validate(policy)

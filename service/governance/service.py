@@ -21,7 +21,6 @@ from api.governance import (
 )
 from service.changes.protection import require_review_of_policies
 from service.changes.references import change_request_references
-from service.crypto import Cipher
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.governance.drafting import (
     DRAFT_MAX_TOKENS,
@@ -37,6 +36,7 @@ from service.providers import service as providers
 from service.providers.adapters import Completion, ModelEndpoint, complete
 from service.providers.system_models import BUILTIN_KIND, configured_system_models
 from service.settings import Settings
+from service.storage.crypto import Cipher
 
 BUILTIN_NOTICE = (
     "Drafted by the built-in template drafter: no language model was called. It restates the "

@@ -1,10 +1,14 @@
 """The `Idempotency-Key` header on POST and PATCH: claim, run once, store the answer, replay it.
 
-Requests without the header pass straight through: the only cost is looking the header up.
+Requests without the header pass straight through: the only cost is looking the header up. A key
+belongs to the caller the edge resolved (service.http.auth), and is fingerprinted with the body the
+edge read (service.http.inputguard); a request without a working credential passes through to its
+route's 401.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 from functools import cached_property
 from typing import Any
@@ -15,11 +19,11 @@ from starlette.datastructures import Headers
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.api_keys.service import ResolvedKey, resolve_key
-from service.auth import presented_key
-from service.crypto import Cipher, cipher_for
-from service.db import Database
-from service.errors import ServiceError, Unauthorized, error_response
+from service.errors import ServiceError
+from service.http.auth import authenticated
+from service.http.deps import ON_COMMIT_SCOPE_KEY
+from service.http.errors import error_response
+from service.http.inputguard import request_body
 from service.idempotency.service import (
     HEADER,
     KEY_LIFETIME,
@@ -28,16 +32,14 @@ from service.idempotency.service import (
     claim_key,
     fingerprint,
     finish,
+    mark_committed,
     release,
 )
 from service.settings import Settings
+from service.storage.crypto import Cipher, cipher_for
+from service.storage.db import Database
 
 METHODS = frozenset({"POST", "PATCH"})
-# Where a request's claim travels to its session (service.deps), which marks it in its transaction.
-CLAIM_SCOPE_KEY = "orgdeck.idempotency_claim"
-# The key as the claim found it: the route checks its caller against it rather than look it up a
-# second time a moment later in the same request (service.deps).
-CALLER_SCOPE_KEY = "orgdeck.claimed_by"
 KEY_PATTERN = re.compile(r"^[\x21-\x7e]{1,255}$")
 REPLAYED_HEADER = (b"idempotent-replayed", b"true")
 
@@ -61,8 +63,7 @@ class IdempotencyMiddleware:
         if scope["type"] != "http" or scope["method"] not in METHODS:
             await self.app(scope, receive, send)
             return
-        headers = Headers(scope=scope)
-        key = headers.get(HEADER)
+        key = Headers(scope=scope).get(HEADER)
         if key is None or not _routed(scope):
             # A method the path does not take is the router's 405, whatever the key.
             await self.app(scope, receive, send)
@@ -72,60 +73,48 @@ class IdempotencyMiddleware:
             details = [{"field": HEADER, "message": message, "type": "invalid_header"}]
             await error_response(400, message, "invalid_request", details)(scope, receive, send)
             return
-        body = await _read_body(receive)
-        receive = _replaying(body, receive)
         try:
-            outcome = await self._claim(scope, headers, key, body)
+            outcome = await self._claim(scope, key)
         except ServiceError as exc:
             await error_response(exc.status, exc.message, exc.code, exc.details())(scope, receive, send)
             return
-        if outcome is None:  # no valid key: the application answers 401 as for any request
+        if outcome is None:  # no caller: the route answers 401 as for any request
             await self.app(scope, receive, send)
         elif isinstance(outcome, StoredAnswer):
             await _replay(outcome, send)
         else:
             await self._run_once(outcome, scope, receive, send)
 
-    async def _claim(
-        self, scope: Scope, headers: Headers, key: str, body: bytes
-    ) -> Claim | StoredAnswer | None:
-        try:
-            api_key = presented_key(headers)
-        except Unauthorized:
-            return None
-        if api_key is None:
+    async def _claim(self, scope: Scope, key: str) -> Claim | StoredAnswer | None:
+        caller = authenticated(scope).caller
+        if caller is None:
             return None
         method, path = scope["method"], scope["path"]
-        digest = fingerprint(method, path, scope.get("query_string", b"").decode("latin-1"), body)
+        digest = fingerprint(
+            method, path, scope.get("query_string", b"").decode("latin-1"), request_body(scope)
+        )
 
-        def claim() -> tuple[ResolvedKey, Claim | StoredAnswer] | None:
+        def claim() -> Claim | StoredAnswer:
             # Not durable: the request's own (durable) commit writes the claim to disk with it, and
             # a claim lost in a crash before then had nothing committed under it.
             with self.db.session(write=True, durable=False) as session:
-                try:
-                    caller = resolve_key(session, api_key)
-                except Unauthorized:
-                    return None
-                return caller, claim_key(
+                return claim_key(
                     session,
                     cipher=self.cipher,
                     org_id=caller.org_id,
                     # The key presented is the caller: its answers are replayed to it alone.
-                    caller_id=caller.id,
+                    caller_id=caller.key_id,
                     key=key,
                     fingerprint=digest,
                     method=method,
                     path=path,
                 )
 
-        claimed = await to_thread.run_sync(claim)
-        if claimed is None:
-            return None
-        scope[CALLER_SCOPE_KEY], outcome = claimed
-        return outcome
+        return await to_thread.run_sync(claim)
 
     async def _run_once(self, claim: Claim, scope: Scope, receive: Receive, send: Send) -> None:
-        scope[CLAIM_SCOPE_KEY] = claim
+        # Marked in the transaction of the request's work: both commit, or neither.
+        scope[ON_COMMIT_SCOPE_KEY] = functools.partial(mark_committed, claim=claim)
         start: Message | None = None
         chunks: list[bytes] = []
         answered = False
@@ -167,29 +156,6 @@ class IdempotencyMiddleware:
                 work(session)
 
         await to_thread.run_sync(run)
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks = []
-    while True:
-        message = await receive()
-        chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
-def _replaying(body: bytes, receive: Receive) -> Receive:
-    """A `receive` that hands the application the body already read, then defers to the server."""
-    pending = True
-
-    async def replay() -> Message:
-        nonlocal pending
-        if pending:
-            pending = False
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay
 
 
 def _stored_headers(start: Message) -> list[tuple[str, str]]:

@@ -6,7 +6,7 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.db import Base, UTCDateTime, utcnow
+from service.storage.db import Base, UTCDateTime, utcnow
 
 
 class IdempotencyKeyRow(Base):

@@ -22,12 +22,12 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, tuple_, update
 from sqlalchemy.orm import Session
 
-from service.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
-from service.db import Database, dialect_insert, dialect_name, utcnow
 from service.errors import ServiceError
+from service.http.inputguard import UNREAD, Body
 from service.idempotency.models import IdempotencyKeyRow
-from service.inputguard import read_json
 from service.settings import Settings
+from service.storage.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
+from service.storage.db import Database, dialect_insert, dialect_name, utcnow
 
 HEADER = "Idempotency-Key"
 KEY_LIFETIME = timedelta(hours=24)
@@ -67,13 +67,15 @@ class StoredAnswer:
     body: bytes
 
 
-def fingerprint(method: str, path: str, query: str, body: bytes) -> str:
+def fingerprint(method: str, path: str, query: str, body: Body | None) -> str:
     """What makes two requests the same one: method, path, query and body (JSON compared as data,
     so key order and spacing do not matter)."""
-    try:
-        canonical = json.dumps(read_json(body), sort_keys=True, separators=(",", ":")).encode()
-    except (ValueError, RecursionError):  # not JSON (its content type said otherwise): as it is
-        canonical = body
+    raw = b"" if body is None else body.raw
+    canonical = (
+        raw
+        if body is None or body.value is UNREAD  # not JSON, or not valid JSON: as it is
+        else json.dumps(body.value, sort_keys=True, separators=(",", ":")).encode()
+    )
     digest = hashlib.sha256(f"{method} {path}?{query}\n".encode())
     digest.update(canonical)
     return digest.hexdigest()

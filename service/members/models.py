@@ -5,8 +5,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, String, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class MemberRow(Base):

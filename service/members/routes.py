@@ -6,15 +6,15 @@ from fastapi import Query
 
 from api.common import Page
 from api.members import CreateMember, Member, UpdateMember
-from service.deps import Admin, DbSession, OrgSlugQuery, Viewer
+from service.http.deps import Admin, OrgSlugQuery, ReadSession, Viewer, WriteSession
+from service.http.routing import api_router
 from service.members import service
-from service.routing import api_router
 
 router = api_router("/members", tags=["Members"])
 
 
 @router.post("", response_model=Member)
-def create_member(body: CreateMember, caller: Admin, session: DbSession) -> Member:
+def create_member(body: CreateMember, caller: Admin, session: WriteSession) -> Member:
     """Add a person to the organization with a role; give them a key with POST /api-keys (memberId)."""
     member = service.create_member(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Member.model_validate(member)
@@ -24,7 +24,7 @@ def create_member(body: CreateMember, caller: Admin, session: DbSession) -> Memb
 def list_members(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     include_inactive: Annotated[bool, Query(alias="includeInactive")] = False,
 ) -> Page[Member]:
     """The organization's members by email; deactivated ones only with includeInactive."""
@@ -35,14 +35,14 @@ def list_members(
 
 
 @router.get("/{member_id}", response_model=Member)
-def get_member(member_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Member:
+def get_member(member_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Member:
     """One member."""
     member = service.get_member(session, org_id=caller.org_id_for(org_slug), member_id=member_id)
     return Member.model_validate(member)
 
 
 @router.patch("/{member_id}", response_model=Member)
-def update_member(member_id: str, body: UpdateMember, caller: Admin, session: DbSession) -> Member:
+def update_member(member_id: str, body: UpdateMember, caller: Admin, session: WriteSession) -> Member:
     """Rename a member or change their role: their keys follow the new role from their next request."""
     member = service.update_member(
         session, org_id=caller.org_id_for(body.org_slug), member_id=member_id, request=body
@@ -51,7 +51,7 @@ def update_member(member_id: str, body: UpdateMember, caller: Admin, session: Db
 
 
 @router.delete("/{member_id}", response_model=Member)
-def deactivate_member(member_id: str, org_slug: OrgSlugQuery, caller: Admin, session: DbSession) -> Member:
+def deactivate_member(member_id: str, org_slug: OrgSlugQuery, caller: Admin, session: WriteSession) -> Member:
     """Deactivate a member and revoke their keys at once. Their past actions stay in the audit trail."""
     member = service.deactivate_member(session, org_id=caller.org_id_for(org_slug), member_id=member_id)
     return Member.model_validate(member)

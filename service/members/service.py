@@ -7,9 +7,9 @@ from sqlalchemy.orm import Session
 
 from api.members import CreateMember, UpdateMember
 from service.api_keys.models import ApiKeyRow
-from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.members.models import MemberRow
+from service.storage.db import insert_unless_taken, utcnow
 
 
 def create_member(session: Session, *, org_id: str, request: CreateMember) -> MemberRow:

@@ -21,7 +21,6 @@ from api.notifications import (
     DeliveryRequest,
     RecoverRequest,
 )
-from service.db import utcnow
 from service.errors import NotFound
 from service.events.models import EventRow
 from service.notifications.logs import decode_cursor, encode_cursor
@@ -34,6 +33,7 @@ from service.notifications.models import (
 from service.notifications.service import get_channel, not_in_flight, refuse_disabled
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
+from service.storage.db import utcnow
 
 # States a recovery sends again.
 RECOVERABLE = ("failed", "dead", "held")

@@ -22,15 +22,15 @@ from sqlalchemy.orm import Session
 
 from api import OrgdeckClient
 from service.agents.demo import DEMO_AGENTS
-from service.crypto import Cipher
-from service.db import Base, Database, utcnow
 from service.environments.demo import DEMO_ENVIRONMENTS
 from service.events.models import EventRow
-from service.ids import new_id
 from service.notifications.messages import JSON, USER_AGENT, Message, webhook_json
 from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
 from service.orgs.service import get_org
-from service.webhooks import signature_headers
+from service.outbound.webhooks import signature_headers
+from service.storage.crypto import Cipher
+from service.storage.db import Base, Database, utcnow
+from service.storage.ids import new_id
 
 WEBHOOK = "Release webhook"
 SLACK = "#platform-alerts"

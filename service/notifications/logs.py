@@ -34,14 +34,14 @@ from api.notifications import (
     LogQuery,
     LogStats,
 )
-from service.db import UTCDateTime, dialect_name, utc_day, utcnow
 from service.errors import InvalidCursor
-from service.jsonsql import json_text, model_json_of
 from service.notifications.models import (
     DeliveryLogCountRow,
     DeliveryLogDayCountRow,
     DeliveryLogRow,
 )
+from service.storage.db import UTCDateTime, dialect_name, utc_day, utcnow
+from service.storage.jsonsql import json_text, model_json_of
 
 LOG = DeliveryLogRow.__table__
 COUNTS = DeliveryLogCountRow.__table__

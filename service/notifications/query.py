@@ -1,4 +1,4 @@
-"""The query strings of GET /notifications/logs and /notifications/deliveries (read by service.query)."""
+"""The query strings of GET /notifications/logs and /notifications/deliveries (read by service.http.query)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 from api.events import EVENT_TYPES
 from api.notifications import DELIVERY_STATUSES, LOG_STATUSES
-from service.query import paged_query_openapi, parameter
+from service.http.query import paged_query_openapi, parameter
 
 SCALARS = ("orgSlug", "eventType", "channelId", "cursor")
 # The deliveries are filtered by their event too.

@@ -22,14 +22,14 @@ from typing import Any
 from sqlalchemy import Row, Select, bindparam, insert, literal, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.crypto import Cipher, DecryptionFailed
 from service.events.models import EventRow
-from service.ids import new_id
 from service.notifications.logs import instant
 from service.notifications.messages import Message
 from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
+from service.storage.crypto import Cipher, DecryptionFailed
+from service.storage.ids import new_id
 
 FAN_OUT_BATCH = 500
 DUE_STATUSES = ("pending", "failed")

@@ -25,8 +25,10 @@ from api.notifications import (
     Unsubscribe,
     UpdateChannel,
 )
-from service.crypto import cipher_for
-from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
+from service.http.deps import AppSettings, Operator, OrgSlugQuery, ReadSession, Viewer, WriteSession
+from service.http.query import parse_query
+from service.http.responses import rendered_json, splice_json
+from service.http.routing import api_router
 from service.notifications import deliveries, logs, service
 from service.notifications.query import (
     DELIVERIES_QUERY_OPENAPI,
@@ -34,16 +36,14 @@ from service.notifications.query import (
     LOGS_QUERY_OPENAPI,
     SCALARS,
 )
-from service.query import parse_query
-from service.responses import rendered_json, splice_json
-from service.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("/notifications", tags=["Notifications"])
 
 
 @router.post("/channels", response_model=CreatedChannel)
 def create_channel(
-    body: CreateChannel, caller: Operator, session: DbSession, settings: AppSettings
+    body: CreateChannel, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> CreatedChannel:
     """Create a channel. A webhook channel's `whsec_` signing secret is in this answer only."""
     created = service.create_channel(
@@ -54,7 +54,7 @@ def create_channel(
 
 
 @router.get("/channels", response_model=Page[Channel])
-def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[Channel]:
+def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Page[Channel]:
     """The organization's channels with their state; never a secret."""
     channels = service.list_channels(session, org_id=caller.org_id_for(org_slug))
     return Page[Channel](items=[Channel.model_validate(c) for c in channels], total=len(channels))
@@ -62,7 +62,7 @@ def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) ->
 
 @router.patch("/channels/{channel_id}", response_model=Channel)
 def update_channel(
-    channel_id: str, body: UpdateChannel, caller: Operator, session: DbSession, settings: AppSettings
+    channel_id: str, body: UpdateChannel, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> Channel:
     """Rename a channel, give it a new address, or enable or disable it. A disabled channel holds
     its deliveries (state `held`) until it is enabled and they are recovered."""
@@ -79,7 +79,7 @@ def update_channel(
 
 @router.post("/channels/{channel_id}/rotate-secret", response_model=CreatedChannel)
 def rotate_secret(
-    channel_id: str, body: OrgScoped, caller: Operator, session: DbSession, settings: AppSettings
+    channel_id: str, body: OrgScoped, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> CreatedChannel:
     """A new `whsec_` signing secret for a webhook channel, in this answer only. Until
     `previousSecretExpiresAt` every delivery is signed with both secrets."""
@@ -96,7 +96,7 @@ def rotate_secret(
 
 
 @router.post("/channels/{channel_id}/recover", response_model=Recovered)
-def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: DbSession) -> Recovered:
+def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: WriteSession) -> Recovered:
     """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
     count = deliveries.recover(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
@@ -105,14 +105,18 @@ def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: Db
 
 
 @router.delete("/channels/{channel_id}", response_model=Channel)
-def delete_channel(channel_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession) -> Channel:
+def delete_channel(
+    channel_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
+) -> Channel:
     """Delete a channel and its subscriptions. Its delivery logs are kept."""
     channel = service.delete_channel(session, org_id=caller.org_id_for(org_slug), channel_id=channel_id)
     return Channel.model_validate(channel)
 
 
 @router.post("/channels/{channel_id}/test", response_model=Delivery)
-def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, session: DbSession) -> Delivery:
+def test_channel(
+    channel_id: str, body: ChannelTestRequest, caller: Operator, session: WriteSession
+) -> Delivery:
     """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
     delivery = service.send_test(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
@@ -121,7 +125,7 @@ def test_channel(channel_id: str, body: ChannelTestRequest, caller: Operator, se
 
 
 @router.get("/deliveries", response_model=Page[Delivery], openapi_extra=DELIVERIES_QUERY_OPENAPI)
-def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Page[Delivery]:
+def list_deliveries(request: Request, caller: Viewer, session: ReadSession) -> Page[Delivery]:
     """Deliveries (one per event and channel), newest first; `total` counts every match."""
     query = parse_query(request, DeliveryQuery, DELIVERY_SCALARS)
     page = deliveries.list_deliveries(session, org_id=caller.org_id_for(query.org_slug), query=query)
@@ -136,7 +140,7 @@ def list_deliveries(request: Request, caller: Viewer, session: DbSession) -> Pag
 
 @router.get("/deliveries/{delivery_id}", response_model=DeliveryDetail)
 def get_delivery(
-    delivery_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession, settings: AppSettings
+    delivery_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession, settings: AppSettings
 ) -> DeliveryDetail:
     """A delivery with its event, the body every attempt sends, and each attempt: the request's
     headers (never a secret), the answer's status, headers and first 4 KiB, latency and error."""
@@ -146,7 +150,7 @@ def get_delivery(
 
 
 @router.post("/deliveries/{delivery_id}/resend", response_model=Delivery)
-def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSession) -> Delivery:
+def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: WriteSession) -> Delivery:
     """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
     The message keeps its `webhook-id`."""
     delivery = deliveries.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)
@@ -154,14 +158,14 @@ def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: DbSessi
 
 
 @router.post("/subscriptions/subscribe", response_model=Subscription)
-def subscribe(body: Subscribe, caller: Operator, session: DbSession) -> Subscription:
+def subscribe(body: Subscribe, caller: Operator, session: WriteSession) -> Subscription:
     """Subscribe a channel to one event type; subscribing again sets `enabled`."""
     subscription = service.subscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
 
 
 @router.post("/subscriptions/unsubscribe", response_model=Subscription)
-def unsubscribe(body: Unsubscribe, caller: Operator, session: DbSession) -> Subscription:
+def unsubscribe(body: Unsubscribe, caller: Operator, session: WriteSession) -> Subscription:
     """Remove a channel's subscription to one event type; answers with the removed subscription."""
     subscription = service.unsubscribe(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return Subscription.model_validate(subscription)
@@ -171,7 +175,7 @@ def unsubscribe(body: Unsubscribe, caller: Operator, session: DbSession) -> Subs
 def list_subscriptions(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     channel_id: Annotated[str | None, Query(alias="channelId", max_length=40)] = None,
 ) -> Page[Subscription]:
     """The organization's subscriptions, optionally of one channel."""
@@ -184,7 +188,7 @@ def list_subscriptions(
 
 
 @router.get("/logs", response_model=Page[LogEntry], openapi_extra=LOGS_QUERY_OPENAPI)
-def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
+def list_logs(request: Request, caller: Viewer, session: ReadSession) -> Response:
     """Delivery attempts, newest first, filtered; `total` counts every match, `nextCursor` walks on."""
     query = parse_query(request, LogQuery, SCALARS)
     page = logs.list_logs(session, org_id=caller.org_id_for(query.org_slug), query=query)
@@ -202,7 +206,7 @@ def list_logs(request: Request, caller: Viewer, session: DbSession) -> Response:
 def log_stats(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     days: Annotated[
         int,
         Query(ge=1, le=STATS_MAX_DAYS, description="The last N UTC days, today included (1..365)."),

@@ -31,8 +31,6 @@ from typing import Any, TypeVar
 import httpcore
 
 from api.headers import RETRY_AFTER_HEADER, retry_after_seconds
-from service.crypto import cipher_for
-from service.db import Database, utcnow
 from service.notifications.connections import Answer, Connections, request_target
 from service.notifications.messages import JSON, USER_AGENT, content, email_headers, email_message
 from service.notifications.outcomes import Attempt, Outcome, record
@@ -46,9 +44,11 @@ from service.notifications.queue import (
     release,
     renew_leases,
 )
-from service.outbound import HostUnresolved, OutboundRefused, check_outbound_url
+from service.outbound.urls import HostUnresolved, OutboundRefused, check_outbound_url
+from service.outbound.webhooks import signature_headers
 from service.settings import Settings
-from service.webhooks import signature_headers
+from service.storage.crypto import cipher_for
+from service.storage.db import Database, utcnow
 
 logger = logging.getLogger("orgdeck.notifications")
 

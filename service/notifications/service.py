@@ -31,8 +31,6 @@ from api.notifications import (
     Unsubscribe,
     UpdateChannel,
 )
-from service.crypto import Cipher, reencrypt_column
-from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.events.service import record_event
 from service.notifications.models import (
@@ -40,8 +38,10 @@ from service.notifications.models import (
     DeliveryRow,
     SubscriptionRow,
 )
-from service.outbound import OutboundRefused, check_url_syntax
-from service.webhooks import new_secret
+from service.outbound.urls import OutboundRefused, check_url_syntax
+from service.outbound.webhooks import new_secret
+from service.storage.crypto import Cipher, reencrypt_column
+from service.storage.db import insert_unless_taken, utcnow
 
 # States a disabled channel holds instead of sending.
 WAITING = ("pending", "failed")

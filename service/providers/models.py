@@ -5,8 +5,8 @@ from datetime import datetime
 from sqlalchemy import JSON, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class ProviderConnectionRow(Base):
@@ -21,7 +21,7 @@ class ProviderConnectionRow(Base):
     kind: Mapped[str] = mapped_column(String(40))
     base_url: Mapped[str] = mapped_column(String(2000))
     api_version: Mapped[str | None] = mapped_column(String(40))
-    # Fernet token of the key (service.crypto); the last 4 characters identify it in listings.
+    # Fernet token of the key (service.storage.crypto); the last 4 characters identify it in listings.
     api_key_encrypted: Mapped[str | None] = mapped_column(Text)
     api_key_last4: Mapped[str | None] = mapped_column(String(4))
     models: Mapped[list[str]] = mapped_column(JSON, default=list)

@@ -9,17 +9,17 @@ from api.providers import (
     SystemModel,
     UpdateProvider,
 )
-from service.crypto import cipher_for
-from service.deps import AppSettings, DbSession, Operator, OrgSlugQuery, Viewer
+from service.http.deps import AppSettings, Operator, OrgSlugQuery, ReadSession, Viewer, WriteSession
+from service.http.routing import api_router
 from service.providers import service
-from service.routing import api_router
+from service.storage.crypto import cipher_for
 
 router = api_router("/providers", tags=["LLM providers"])
 
 
 @router.post("", response_model=Provider)
 def create_provider(
-    body: CreateProvider, caller: Operator, session: DbSession, settings: AppSettings
+    body: CreateProvider, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> Provider:
     """Connect a language-model provider. The API key is stored encrypted and never returned."""
     record = service.create_provider(
@@ -29,14 +29,14 @@ def create_provider(
 
 
 @router.get("", response_model=Page[Provider])
-def list_providers(org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Page[Provider]:
+def list_providers(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Page[Provider]:
     """The organization's provider connections, by name."""
     records = service.list_providers(session, org_id=caller.org_id_for(org_slug))
     return Page[Provider](items=[Provider.model_validate(r) for r in records], total=len(records))
 
 
 @router.get("/system", response_model=Page[SystemModel])
-def list_system_models(caller: Viewer, session: DbSession, settings: AppSettings) -> Page[SystemModel]:
+def list_system_models(caller: Viewer, session: ReadSession, settings: AppSettings) -> Page[SystemModel]:
     """The drafting models every organization may use: the built-in drafter (the default) and the
     operator's (ORGDECK_SYSTEM_MODELS)."""
     models = service.system_models(settings)
@@ -44,14 +44,14 @@ def list_system_models(caller: Viewer, session: DbSession, settings: AppSettings
 
 
 @router.get("/{provider_id}", response_model=Provider)
-def get_provider(provider_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: DbSession) -> Provider:
+def get_provider(provider_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Provider:
     record = service.get_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
 
 
 @router.patch("/{provider_id}", response_model=Provider)
 def update_provider(
-    provider_id: str, body: UpdateProvider, caller: Operator, session: DbSession, settings: AppSettings
+    provider_id: str, body: UpdateProvider, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> Provider:
     """Change the fields given; `apiKey` replaces the stored key (null removes it)."""
     record = service.update_provider(
@@ -66,7 +66,7 @@ def update_provider(
 
 @router.delete("/{provider_id}", response_model=Provider)
 def delete_provider(
-    provider_id: str, org_slug: OrgSlugQuery, caller: Operator, session: DbSession
+    provider_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Provider:
     record = service.delete_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
@@ -77,7 +77,7 @@ def test_provider(
     provider_id: str,
     body: ProviderTestRequest,
     caller: Operator,
-    session: DbSession,
+    session: ReadSession,
     settings: AppSettings,
 ) -> ProviderTestResult:
     """Make one real, minimal call. A failure (timeout, refused key, …) is reported in the result."""
@@ -88,6 +88,6 @@ def test_provider(
         model_id=body.model_id,
         cipher=cipher_for(settings),
     )
-    # Nothing more to read: end the transaction (on SQLite, the write lock) before waiting on the provider.
+    # Nothing more to read: end the read before waiting on the provider.
     session.commit()
     return service.try_connection(endpoint, settings=settings)

@@ -16,9 +16,8 @@ from api.providers import (
     SystemModel,
     UpdateProvider,
 )
-from service.crypto import Cipher, reencrypt_column
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.outbound import OutboundRefused, check_outbound_url, check_url_syntax
+from service.outbound.urls import OutboundRefused, check_outbound_url, check_url_syntax
 from service.providers.adapters import (
     DEFAULT_AZURE_API_VERSION,
     DEFAULT_BASE_URLS,
@@ -30,6 +29,7 @@ from service.providers.adapters import (
 from service.providers.models import ProviderConnectionRow
 from service.providers.system_models import BUILTIN_DESCRIPTION, BUILTIN_KIND, configured_system_models
 from service.settings import Settings
+from service.storage.crypto import Cipher, reencrypt_column
 
 # Only keys at least this long show their last 4 characters: on a short key they would give too much away.
 MIN_KEY_LENGTH_FOR_HINT = 16

@@ -16,17 +16,17 @@ from api.registries import (
     registry_ref,
 )
 from service.changes.references import change_request_json
-from service.db import dialect_name
 from service.errors import NotFound, Unauthorized
-from service.jsonsql import json_text
 from service.orgs.models import OrganizationRow
-from service.redaction import redacted
+from service.redaction.objects import redacted
 from service.registries.models import (
     RegistryArtifactLabelRow,
     RegistryArtifactRow,
     RegistryArtifactVersionRow,
     RegistryRow,
 )
+from service.storage.db import dialect_name
+from service.storage.jsonsql import json_text
 
 
 def split_ref(ref: str) -> tuple[str, str]:

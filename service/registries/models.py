@@ -6,9 +6,9 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.db import Base, UTCDateTime, utcnow
-from service.ids import new_id
 from service.orgs.models import OrganizationRow
+from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.ids import new_id
 
 
 class RegistryRow(Base):

@@ -22,20 +22,21 @@ from api.registries import (
     UpdateRegistry,
     Version,
 )
-from service.caching import ONE_YEAR_SECONDS, cache_control, cached_json
-from service.deps import (
+from service.errors import InvalidInput
+from service.http.deps import (
     Admin,
     Author,
-    DbSession,
     LimitQuery,
     OffsetQuery,
     OptionalCaller,
     OrgSlugQuery,
+    ReadSession,
     Viewer,
+    WriteSession,
 )
-from service.errors import InvalidInput
+from service.http.etags import ONE_YEAR_SECONDS, cache_control, cached_json
+from service.http.routing import api_router
 from service.registries import service
-from service.routing import api_router
 
 router = api_router("/registries", tags=["Prompt registries"])
 
@@ -49,7 +50,7 @@ ArtifactNameQuery = Annotated[ArtifactName, Query(description="The artifact's na
 
 
 @router.post("", response_model=Registry)
-def create_registry(body: CreateRegistry, caller: Author, session: DbSession) -> Registry:
+def create_registry(body: CreateRegistry, caller: Author, session: WriteSession) -> Registry:
     """Create a registry; its `registryRef` is `<orgSlug>/<name>`. Names of deleted registries stay taken."""
     return service.create_registry(session, org_id=caller.org_id_for(body.org_slug), request=body)
 
@@ -58,7 +59,7 @@ def create_registry(body: CreateRegistry, caller: Author, session: DbSession) ->
 def list_registries(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     include_deleted: Annotated[bool, Query(alias="includeDeleted")] = False,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
@@ -74,13 +75,13 @@ def list_registries(
 
 
 @router.delete("", response_model=Registry)
-def delete_registry(registry_ref: RegistryRefQuery, caller: Author, session: DbSession) -> Registry:
+def delete_registry(registry_ref: RegistryRefQuery, caller: Author, session: WriteSession) -> Registry:
     """Soft delete: the registry and its artifacts answer 404 until restored; nothing is erased."""
     return service.delete_registry(session, org_id=caller.org_id, ref=registry_ref)
 
 
 @router.patch("", response_model=Registry)
-def update_registry(body: UpdateRegistry, caller: Admin, session: DbSession) -> Registry:
+def update_registry(body: UpdateRegistry, caller: Admin, session: WriteSession) -> Registry:
     """Set the registry's protected labels: moved only through approved change requests."""
     return service.update_registry(
         session, org_id=caller.org_id, ref=body.registry_ref, protected_labels=body.protected_labels
@@ -88,13 +89,13 @@ def update_registry(body: UpdateRegistry, caller: Admin, session: DbSession) -> 
 
 
 @router.post("/restore", response_model=Registry)
-def restore_registry(body: RegistryAddress, caller: Author, session: DbSession) -> Registry:
+def restore_registry(body: RegistryAddress, caller: Author, session: WriteSession) -> Registry:
     """Bring back a soft-deleted registry with all its artifacts, versions and labels."""
     return service.restore_registry(session, org_id=caller.org_id, ref=body.registry_ref)
 
 
 @router.post("/artifacts", response_model=PublishedArtifact)
-def publish_artifact(body: PublishArtifact, caller: Author, session: DbSession) -> PublishedArtifact:
+def publish_artifact(body: PublishArtifact, caller: Author, session: WriteSession) -> PublishedArtifact:
     """Publish an immutable version (the next number, or an explicit semantic version)."""
     return service.publish(session, org_id=caller.org_id, request=body)
 
@@ -103,7 +104,7 @@ def publish_artifact(body: PublishArtifact, caller: Author, session: DbSession) 
 def list_artifacts(
     registry_ref: RegistryRefQuery,
     caller: OptionalCaller,
-    session: DbSession,
+    session: ReadSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[Artifact]:
@@ -118,7 +119,7 @@ def list_artifact_versions(
     registry_ref: RegistryRefQuery,
     name: ArtifactNameQuery,
     caller: OptionalCaller,
-    session: DbSession,
+    session: ReadSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[ArtifactVersion]:
@@ -137,7 +138,7 @@ def retrieve_artifact(
     registry_ref: RegistryRefQuery,
     name: ArtifactNameQuery,
     caller: OptionalCaller,
-    session: DbSession,
+    session: ReadSession,
     version: Annotated[Version | None, Query(description="A version number (3) or semantic version.")] = None,
     label: Annotated[Label | None, Query(description="A label; default `production`, else `latest`.")] = None,
     if_none_match: Annotated[str | None, Header()] = None,
@@ -156,7 +157,7 @@ def retrieve_artifact(
 
 
 @router.post("/artifacts/labels", response_model=ArtifactVersion)
-def move_label(body: MoveLabel, caller: Author, session: DbSession) -> ArtifactVersion:
+def move_label(body: MoveLabel, caller: Author, session: WriteSession) -> ArtifactVersion:
     """Point a label at a version, taking it off the version that had it. `latest` moves by itself."""
     return service.move_label(session, org_id=caller.org_id, request=body)
 

@@ -32,13 +32,11 @@ from api.registries import (
     content_type,
     template_variables,
 )
-from service.caching import TaggedJson, tagged_json
 from service.changes.protection import require_review_of_labels
-from service.db import insert_unless_taken, utcnow
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.kept import Kept
+from service.http.etags import TaggedJson, tagged_json
 from service.orgs.models import OrganizationRow
-from service.redaction import restored
+from service.redaction.objects import restored
 from service.registries.lookups import (
     find_artifact,
     find_version,
@@ -57,6 +55,8 @@ from service.registries.models import (
     RegistryArtifactVersionRow,
     RegistryRow,
 )
+from service.storage.db import insert_unless_taken, utcnow
+from service.storage.memory import Kept
 
 # Retrieve with neither version nor label: `production` when set, else `latest`.
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)

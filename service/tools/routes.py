@@ -4,9 +4,17 @@ from fastapi import Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.tools import CreateTool, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
-from service.deps import DbSession, LimitQuery, OffsetQuery, Operator, OrgSlugQuery, Viewer
-from service.redaction import redacted
-from service.routing import api_router
+from service.http.deps import (
+    LimitQuery,
+    OffsetQuery,
+    Operator,
+    OrgSlugQuery,
+    ReadSession,
+    Viewer,
+    WriteSession,
+)
+from service.http.routing import api_router
+from service.redaction.objects import redacted
 from service.tools import service
 from service.tools.models import ToolRow
 
@@ -17,7 +25,7 @@ deployments_router = api_router("/agents", tags=["Tools"])
 
 
 @router.post("", response_model=Tool)
-def create_tool(body: CreateTool, caller: Operator, session: DbSession) -> Tool:
+def create_tool(body: CreateTool, caller: Operator, session: WriteSession) -> Tool:
     tool = service.create_tool(session, org_id=caller.org_id_for(body.org_slug), request=body)
     return _tool(tool)
 
@@ -26,7 +34,7 @@ def create_tool(body: CreateTool, caller: Operator, session: DbSession) -> Tool:
 def list_tools(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     offset: OffsetQuery = 0,
 ) -> Page[Tool]:
@@ -36,27 +44,27 @@ def list_tools(
 
 
 @router.get("/{tool_id}", response_model=Tool)
-def get_tool(tool_id: str, caller: Viewer, session: DbSession) -> Tool:
+def get_tool(tool_id: str, caller: Viewer, session: ReadSession) -> Tool:
     """One tool of the key's organization (another organization's tool is 404)."""
     return _tool(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @router.patch("/{tool_id}", response_model=Tool)
-def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: DbSession) -> Tool:
+def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: WriteSession) -> Tool:
     """Change any of name, description and inputSchema; the toolKey is permanent."""
     tool = service.update_tool(session, org_id=caller.org_id, tool_id=tool_id, request=body)
     return _tool(tool)
 
 
 @router.delete("/{tool_id}", response_model=Tool)
-def delete_tool(tool_id: str, caller: Operator, session: DbSession) -> Tool:
+def delete_tool(tool_id: str, caller: Operator, session: WriteSession) -> Tool:
     """Delete a tool; the records of its deployments stay."""
     return _tool(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
 @deployments_router.post("/tool-deployments", response_model=ToolDeployment)
 def record_tool_deployment(
-    body: RecordToolDeployment, caller: Operator, session: DbSession
+    body: RecordToolDeployment, caller: Operator, session: WriteSession
 ) -> ToolDeployment:
     """Create or update the record of a tool in an environment (one per toolKey and environment).
 
@@ -70,7 +78,7 @@ def record_tool_deployment(
 def list_tool_deployments(
     org_slug: OrgSlugQuery,
     caller: Viewer,
-    session: DbSession,
+    session: ReadSession,
     tool_name: str | None = Query(None, alias="toolName", max_length=200),
     tool_key: str | None = Query(None, alias="toolKey", max_length=128),
     environment: str | None = Query(None, description="An environment's name.", max_length=100),

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.common import patched_fields
 from api.tools import (
     HISTORY_SHOWN,
     CreateTool,
@@ -16,13 +17,12 @@ from api.tools import (
     UpdateTool,
 )
 from service.changes.protection import require_review_of_environment
-from service.db import insert_unless_taken, utcnow
 from service.deployments.states import refresh_tool
 from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.patches import patched_fields
-from service.redaction import redacted, restored
+from service.redaction.objects import redacted, restored
+from service.storage.db import insert_unless_taken, utcnow
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 
 

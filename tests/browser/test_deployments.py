@@ -7,9 +7,9 @@ import time
 import pytest
 from sqlalchemy import func, select
 
-from service.db import Database
 from service.deployments.models import DeploymentJobRow
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database
 from tests.browser.conftest import open_page
 
 pytestmark = pytest.mark.browser

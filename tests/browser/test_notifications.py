@@ -7,10 +7,10 @@ import re
 import pytest
 from sqlalchemy import select
 
-from service.db import Database
 from service.notifications.demo import DEMO_CHANNELS
 from service.notifications.models import DeliveryRow
 from service.orgs.models import OrganizationRow
+from service.storage.db import Database
 from tests.browser.conftest import grid_cells, open_page, shoot
 
 pytestmark = pytest.mark.browser

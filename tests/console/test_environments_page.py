@@ -3,7 +3,7 @@ from __future__ import annotations
 from streamlit.proto.TextInput_pb2 import TextInput as TextInputProto
 
 from api import OrgdeckClient
-from service.crypto import cipher_for
+from service.storage.crypto import cipher_for
 from tests.console.conftest import texts
 from tests.test_secrets import read_values
 

@@ -26,14 +26,14 @@ from sqlalchemy import func, select
 
 from api import OrgdeckClient
 from api.notifications import LogEntry
-from service.bootstrap import create_org_with_key
-from service.db import Database
 from service.events.service import record_event
-from service.migrate import upgrade
 from service.notifications.models import DeliveryRow
 from service.orgs.models import OrganizationRow
-from service.server import ServerThread
+from service.runtime.bootstrap import create_org_with_key
+from service.runtime.server import ServerThread
 from service.settings import Settings
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 from service.worker import Worker, start_in_thread
 from tests.conftest import ROOT, make_settings, scratch_database
 

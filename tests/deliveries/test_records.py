@@ -15,7 +15,7 @@ from standardwebhooks.webhooks import WebhookVerificationError
 
 from api import OrgdeckClient
 from api.errors import BadRequest, NotFound
-from service.bootstrap import create_org_with_key
+from service.runtime.bootstrap import create_org_with_key
 from tests.conftest import wait_for
 from tests.deliveries.support import GRACE_SECONDS, attempts, emit
 

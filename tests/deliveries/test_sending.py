@@ -18,13 +18,13 @@ from sqlalchemy import select
 from standardwebhooks import Webhook
 
 from api.errors import BadRequest
-from service.crypto import Cipher
-from service.db import utcnow
 from service.events.service import record_event
 from service.notifications.messages import Message
 from service.notifications.models import ChannelRow, DeliveryRow
 from service.notifications.queue import STOPPED, Claim
 from service.notifications.sender import WAITING_PER_SLOT, Slots
+from service.storage.crypto import Cipher
+from service.storage.db import utcnow
 from tests.conftest import wait_for
 from tests.deliveries.support import (
     CHANNEL_SLOTS,

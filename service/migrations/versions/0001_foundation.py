@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0001_foundation'
 down_revision = None
@@ -23,7 +23,7 @@ def upgrade() -> None:
     sa.Column('id', sa.String(length=40), nullable=False),
     sa.Column('slug', sa.String(length=63), nullable=False),
     sa.Column('name', sa.String(length=200), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_organizations')),
     sa.UniqueConstraint('slug', name=op.f('uq_organizations_slug'))
     )
@@ -33,9 +33,9 @@ def upgrade() -> None:
     sa.Column('name', sa.String(length=200), nullable=False),
     sa.Column('prefix', sa.String(length=20), nullable=False),
     sa.Column('key_hash', sa.String(length=64), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('last_used_at', service.db.UTCDateTime(timezone=True), nullable=True),
-    sa.Column('revoked_at', service.db.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('last_used_at', service.storage.db.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('revoked_at', service.storage.db.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_api_keys_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_api_keys')),
     sa.UniqueConstraint('key_hash', name=op.f('uq_api_keys_key_hash'))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0002_environments'
 down_revision = '0001_foundation'
@@ -26,8 +26,8 @@ def upgrade() -> None:
     sa.Column('description', sa.String(length=2000), nullable=False),
     sa.Column('target', sa.String(length=20), nullable=False),
     sa.Column('webhook_url', sa.String(length=2000), nullable=True),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_environments_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_environments')),
     sa.UniqueConstraint('org_id', 'name', name='uq_environments_org_id_name')

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0003_agents'
 down_revision = '0002_environments'
@@ -23,8 +23,8 @@ def upgrade() -> None:
     sa.Column('org_id', sa.String(length=40), nullable=False),
     sa.Column('name', sa.String(length=200), nullable=False),
     sa.Column('description', sa.String(length=2000), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_fleets_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_fleets')),
     sa.UniqueConstraint('org_id', 'name', name='uq_fleets_org_id_name')
@@ -42,9 +42,9 @@ def upgrade() -> None:
     sa.Column('prompt_references', sa.JSON(), nullable=False),
     sa.Column('fleet_id', sa.String(length=40), nullable=True),
     sa.Column('latest_version', sa.Integer(), nullable=True),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('archived_at', service.db.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('archived_at', service.storage.db.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['fleet_id'], ['fleets.id'], name=op.f('fk_agents_fleet_id_fleets'), ondelete='SET NULL'),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_agents_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_agents')),
@@ -79,7 +79,7 @@ def upgrade() -> None:
     sa.Column('number', sa.Integer(), nullable=False),
     sa.Column('content_hash', sa.String(length=64), nullable=False),
     sa.Column('snapshot', sa.JSON(), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['agent_id'], ['agents.id'], name=op.f('fk_agent_versions_agent_id_agents'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_agent_versions')),
     sa.UniqueConstraint('agent_id', 'number', name='uq_agent_versions_agent_id_number')

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0004_secrets_tools'
 down_revision = '0002_environments'
@@ -28,8 +28,8 @@ def upgrade() -> None:
     sa.Column('name', sa.String(length=128), nullable=False),
     sa.Column('ciphertext', sa.Text(), nullable=False),
     sa.Column('version', sa.Integer(), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['environment_id'], ['environments.id'], name=op.f('fk_secrets_environment_id_environments'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_secrets_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_secrets')),
@@ -46,8 +46,8 @@ def upgrade() -> None:
     sa.Column('tool_key', sa.String(length=128), nullable=False),
     sa.Column('description', sa.String(length=2000), nullable=False),
     sa.Column('input_schema', sa.JSON(), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_tools_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_tools')),
     sa.UniqueConstraint('org_id', 'tool_key', name='uq_tools_org_id_tool_key')
@@ -66,9 +66,9 @@ def upgrade() -> None:
     sa.Column('version', sa.String(length=200), nullable=False),
     sa.Column('hash', sa.String(length=200), nullable=False),
     sa.Column('tool_provider_config', sa.JSON(), nullable=True),
-    sa.Column('deployed_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('deployed_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['environment_id'], ['environments.id'], name=op.f('fk_tool_deployment_records_environment_id_environments'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_tool_deployment_records_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_tool_deployment_records')),
@@ -85,8 +85,8 @@ def upgrade() -> None:
     sa.Column('tool_id', sa.String(length=200), nullable=False),
     sa.Column('version', sa.String(length=200), nullable=False),
     sa.Column('hash', sa.String(length=200), nullable=False),
-    sa.Column('deployed_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('replaced_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('deployed_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('replaced_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['record_id'], ['tool_deployment_records.id'], name=op.f('fk_tool_deployment_history_record_id_tool_deployment_records'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_tool_deployment_history'))
     )

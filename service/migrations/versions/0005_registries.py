@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0005_registries'
 down_revision = '0001_foundation'
@@ -25,8 +25,8 @@ def upgrade() -> None:
     sa.Column('name', sa.String(length=63), nullable=False),
     sa.Column('visibility', sa.String(length=10), nullable=False),
     sa.Column('description', sa.String(length=2000), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('deleted_at', service.db.UTCDateTime(timezone=True), nullable=True),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('deleted_at', service.storage.db.UTCDateTime(timezone=True), nullable=True),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_registries_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_registries')),
     sa.UniqueConstraint('org_id', 'name', name='uq_registries_org_id_name')
@@ -36,8 +36,8 @@ def upgrade() -> None:
     sa.Column('registry_id', sa.String(length=40), nullable=False),
     sa.Column('name', sa.String(length=100), nullable=False),
     sa.Column('version_count', sa.Integer(), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['registry_id'], ['registries.id'], name=op.f('fk_registry_artifacts_registry_id_registries'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_registry_artifacts')),
     sa.UniqueConstraint('registry_id', 'name', name='uq_registry_artifacts_registry_id_name')
@@ -53,7 +53,7 @@ def upgrade() -> None:
     sa.Column('variables', sa.JSON(), nullable=False),
     sa.Column('metadata', sa.JSON(), nullable=False),
     sa.Column('commit_message', sa.String(length=2000), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['artifact_id'], ['registry_artifacts.id'], name=op.f('fk_registry_artifact_versions_artifact_id_registry_artifacts'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_registry_artifact_versions')),
     sa.UniqueConstraint('artifact_id', 'number', name='uq_registry_artifact_versions_artifact_id_number'),
@@ -63,7 +63,7 @@ def upgrade() -> None:
     sa.Column('artifact_id', sa.String(length=40), nullable=False),
     sa.Column('label', sa.String(length=40), nullable=False),
     sa.Column('version_id', sa.String(length=40), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['artifact_id'], ['registry_artifacts.id'], name=op.f('fk_registry_artifact_labels_artifact_id_registry_artifacts'), ondelete='CASCADE'),
     sa.ForeignKeyConstraint(['version_id'], ['registry_artifact_versions.id'], name=op.f('fk_registry_artifact_labels_version_id_registry_artifact_versions'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('artifact_id', 'label', name=op.f('pk_registry_artifact_labels'))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = '0006_providers_governance'
 down_revision = '0001_foundation'
@@ -29,8 +29,8 @@ def upgrade() -> None:
     sa.Column('rule_text', sa.Text(), nullable=False),
     sa.Column('version', sa.Integer(), nullable=False),
     sa.Column('drafted_with', sa.String(length=200), nullable=True),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_governance_policies_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_governance_policies')),
     sa.UniqueConstraint('org_id', 'name', name='uq_governance_policies_org_id_name')
@@ -49,8 +49,8 @@ def upgrade() -> None:
     sa.Column('api_key_last4', sa.String(length=4), nullable=True),
     sa.Column('models', sa.JSON(), nullable=False),
     sa.Column('default_model', sa.String(length=200), nullable=True),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
-    sa.Column('updated_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('updated_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['org_id'], ['organizations.id'], name=op.f('fk_llm_providers_org_id_organizations'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_llm_providers')),
     sa.UniqueConstraint('org_id', 'name', name='uq_llm_providers_org_id_name')
@@ -67,7 +67,7 @@ def upgrade() -> None:
     sa.Column('category', sa.String(length=20), nullable=False),
     sa.Column('severity', sa.String(length=20), nullable=False),
     sa.Column('rule_text', sa.Text(), nullable=False),
-    sa.Column('created_at', service.db.UTCDateTime(timezone=True), nullable=False),
+    sa.Column('created_at', service.storage.db.UTCDateTime(timezone=True), nullable=False),
     sa.ForeignKeyConstraint(['policy_id'], ['governance_policies.id'], name=op.f('fk_governance_policy_versions_policy_id_governance_policies'), ondelete='CASCADE'),
     sa.PrimaryKeyConstraint('id', name=op.f('pk_governance_policy_versions')),
     sa.UniqueConstraint('policy_id', 'version', name='uq_governance_policy_versions_policy_id_version')

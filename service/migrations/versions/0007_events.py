@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0007_events"
 down_revision = "0001_foundation"
@@ -24,8 +24,8 @@ def upgrade() -> None:
         sa.Column("org_id", sa.String(length=40), nullable=False),
         sa.Column("type", sa.String(length=40), nullable=False),
         sa.Column("payload", sa.JSON(), nullable=False),
-        sa.Column("occurred_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("fanned_out_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("occurred_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("fanned_out_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["org_id"], ["organizations.id"], name=op.f("fk_events_org_id_organizations"), ondelete="CASCADE"
         ),

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0008_deployments"
 down_revision = ("0003_agents", "0004_secrets_tools", "0007_events")
@@ -27,10 +27,10 @@ def upgrade() -> None:
         sa.Column("message", sa.String(length=2000), nullable=True),
         sa.Column("attempts", sa.Integer(), nullable=False),
         sa.Column("lease_token", sa.String(length=40), nullable=True),
-        sa.Column("lease_expires_at", service.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("started_at", service.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("finished_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("lease_expires_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("started_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("finished_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["environment_id"],
             ["environments.id"],
@@ -90,7 +90,7 @@ def upgrade() -> None:
         sa.Column("config", sa.JSON(), nullable=False),
         sa.Column("config_hash", sa.String(length=64), nullable=False),
         sa.Column("job_id", sa.String(length=40), nullable=False),
-        sa.Column("deployed_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("deployed_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["agent_id"], ["agents.id"], name=op.f("fk_agent_deployments_agent_id_agents"), ondelete="CASCADE"
         ),
@@ -117,7 +117,7 @@ def upgrade() -> None:
         sa.Column("environment_id", sa.String(length=40), nullable=False),
         sa.Column("org_id", sa.String(length=40), nullable=False),
         sa.Column("ciphertext", sa.Text(), nullable=False),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["environment_id"],
             ["environments.id"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0009_notifications"
 down_revision = "0007_events"
@@ -27,8 +27,8 @@ def upgrade() -> None:
         sa.Column("config", sa.JSON(), nullable=False),
         sa.Column("secret_encrypted", sa.String(length=2000), nullable=True),
         sa.Column("disabled_reason", sa.String(length=500), nullable=True),
-        sa.Column("disabled_at", service.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("disabled_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["org_id"],
             ["organizations.id"],
@@ -53,8 +53,8 @@ def upgrade() -> None:
         sa.Column("response_status", sa.Integer(), nullable=True),
         sa.Column("latency_ms", sa.Integer(), nullable=True),
         sa.Column("error", sa.String(length=500), nullable=True),
-        sa.Column("next_attempt_at", service.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("next_attempt_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["org_id"],
             ["organizations.id"],
@@ -77,10 +77,10 @@ def upgrade() -> None:
         sa.Column("channel_id", sa.String(length=40), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),
         sa.Column("attempts", sa.Integer(), nullable=False),
-        sa.Column("next_attempt_at", service.db.UTCDateTime(timezone=True), nullable=True),
-        sa.Column("lease_expires_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("next_attempt_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("lease_expires_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.Column("lease_token", sa.String(length=40), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["channel_id"],
             ["notification_channels.id"],
@@ -114,8 +114,8 @@ def upgrade() -> None:
         sa.Column("channel_id", sa.String(length=40), nullable=False),
         sa.Column("event_type", sa.String(length=40), nullable=False),
         sa.Column("enabled", sa.Boolean(), nullable=False),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["channel_id"],
             ["notification_channels.id"],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0010_deployment_status"
 down_revision = "0008_deployments"
@@ -37,11 +37,11 @@ def upgrade() -> None:
         sa.Column("environment_id", sa.String(length=40), nullable=False),
         sa.Column("org_id", sa.String(length=40), nullable=False),
         sa.Column("state", sa.String(length=20), nullable=False),
-        sa.Column("since", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("since", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("tool_hashes", sa.JSON(), nullable=False),
         sa.Column("error", sa.String(length=2000), nullable=True),
         sa.Column("last_job_id", sa.String(length=40), nullable=True),
-        sa.Column("check_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("check_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.Column("cell", sa.Text(), nullable=False),
         sa.ForeignKeyConstraint(
             ["agent_id"], ["agents.id"], name=op.f("fk_deployment_states_agent_id_agents"), ondelete="CASCADE"
@@ -78,7 +78,7 @@ def upgrade() -> None:
         "deployment_policies",
         sa.Column("org_id", sa.String(length=40), nullable=False),
         sa.Column("stale_after_days", sa.Integer(), nullable=False),
-        sa.Column("updated_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["org_id"],
             ["organizations.id"],

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0012_notification_log_counts"
 down_revision = "0009_notifications"
@@ -85,7 +85,7 @@ def upgrade() -> None:
     op.create_table(
         "notification_log_counts",
         sa.Column("org_id", sa.String(length=40), nullable=False),
-        sa.Column("hour", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("hour", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("channel_id", sa.String(length=40), nullable=False),
         sa.Column("event_type", sa.String(length=40), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0015_delivery_records"
 down_revision = "0014_deployment_month_rollups"
@@ -51,7 +51,7 @@ def upgrade() -> None:
     op.add_column(CHANNELS, sa.Column("previous_secret_encrypted", sa.String(length=2000), nullable=True))
     op.add_column(
         CHANNELS,
-        sa.Column("previous_secret_expires_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("previous_secret_expires_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
     )
     for column in (
         sa.Column("request_headers", sa.JSON(), nullable=True),
@@ -67,7 +67,7 @@ def upgrade() -> None:
     )
     op.add_column(DELIVERIES, sa.Column("schedule_from", sa.Integer(), nullable=False, server_default="0"))
     for column in (
-        sa.Column("last_attempt_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("last_attempt_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.Column("last_response_status", sa.Integer(), nullable=True),
         sa.Column("last_error", sa.String(length=500), nullable=True),
     ):

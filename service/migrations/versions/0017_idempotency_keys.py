@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0017_idempotency_keys"
 down_revision = "0015_delivery_records"
@@ -27,11 +27,11 @@ def upgrade() -> None:
         sa.Column("path", sa.String(length=2000), nullable=False),
         sa.Column("state", sa.String(length=16), nullable=False),
         sa.Column("claim", sa.String(length=32), nullable=False),
-        sa.Column("locked_until", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("locked_until", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("status_code", sa.Integer(), nullable=True),
         sa.Column("response_headers", sa.JSON(), nullable=True),
         sa.Column("response_body_encrypted", sa.Text(), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["org_id"],
             ["organizations.id"],

@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0018_members_audit"
 down_revision = "0017_idempotency_keys"
@@ -46,9 +46,9 @@ def upgrade() -> None:
         sa.Column("email", sa.String(length=320), nullable=False),
         sa.Column("name", sa.String(length=200), nullable=False),
         sa.Column("role", sa.String(length=20), nullable=False),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("updated_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("deactivated_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("updated_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("deactivated_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["org_id"], ["organizations.id"], name=op.f("fk_members_org_id_organizations"), ondelete="CASCADE"
         ),
@@ -64,7 +64,7 @@ def upgrade() -> None:
         "audit_events",
         sa.Column("id", sa.String(length=40), nullable=False),
         sa.Column("org_id", sa.String(length=40), nullable=False),
-        sa.Column("occurred_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("occurred_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("actor_key_id", sa.String(length=40), nullable=True),
         sa.Column("actor_key_name", sa.String(length=200), nullable=True),
         sa.Column("actor_member_id", sa.String(length=40), nullable=True),

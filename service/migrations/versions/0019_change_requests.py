@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0019_change_requests"
 down_revision = "0018_members_audit"
@@ -56,8 +56,8 @@ def upgrade() -> None:
         sa.Column("requested_by_email", sa.String(length=320), nullable=True),
         sa.Column("result", sa.JSON(), nullable=True),
         sa.Column("conflict", sa.Text(), nullable=True),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
-        sa.Column("decided_at", service.db.UTCDateTime(timezone=True), nullable=True),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("decided_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["org_id"],
             ["organizations.id"],
@@ -76,7 +76,7 @@ def upgrade() -> None:
         sa.Column("key_id", sa.String(length=40), nullable=False),
         sa.Column("verdict", sa.String(length=10), nullable=False),
         sa.Column("comment", sa.String(length=2000), nullable=False),
-        sa.Column("created_at", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.ForeignKeyConstraint(
             ["change_request_id"],
             ["change_requests.id"],

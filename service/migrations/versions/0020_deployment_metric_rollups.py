@@ -11,7 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 from service.deployments.rollups import Ended, count_agent_results, count_metrics, metric_rows
 
 revision = "0020_deployment_metric_rollups"
@@ -43,7 +43,7 @@ def upgrade() -> None:
         "deployment_incidents",
         sa.Column("environment_id", sa.String(), _environment(), primary_key=True),
         sa.Column("org_id", sa.String(), _organization(), nullable=False),
-        sa.Column("failed_at", service.db.UTCDateTime(), nullable=False),
+        sa.Column("failed_at", service.storage.db.UTCDateTime(), nullable=False),
         sa.Column("day", sa.Date(), nullable=False),
     )
     _backfill(metrics, incidents)
@@ -73,9 +73,9 @@ def _backfill(metrics: sa.Table, incidents: sa.Table) -> None:
         sa.column("id", sa.String()),
         sa.column("environment_id", sa.String()),
         sa.column("status", sa.String()),
-        sa.column("created_at", service.db.UTCDateTime()),
-        sa.column("started_at", service.db.UTCDateTime()),
-        sa.column("finished_at", service.db.UTCDateTime()),
+        sa.column("created_at", service.storage.db.UTCDateTime()),
+        sa.column("started_at", service.storage.db.UTCDateTime()),
+        sa.column("finished_at", service.storage.db.UTCDateTime()),
     )
     bind = op.get_bind()
     for (org_id,) in bind.execute(sa.select(jobs.c.org_id).distinct()).all():

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-import service.db
+import service.storage.db
 
 revision = "0024_notification_log_day_counts"
 down_revision = "0023_deployment_status_versions"
@@ -83,7 +83,7 @@ def upgrade() -> None:
     op.create_table(
         "notification_log_day_counts",
         sa.Column("org_id", sa.String(), nullable=False),
-        sa.Column("day", service.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("day", service.storage.db.UTCDateTime(timezone=True), nullable=False),
         sa.Column("channel_id", sa.String(length=40), nullable=False),
         sa.Column("event_type", sa.String(length=40), nullable=False),
         sa.Column("status", sa.String(length=20), nullable=False),

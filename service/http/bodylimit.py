@@ -6,7 +6,7 @@ from collections.abc import Mapping
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from service.errors import send_error
+from service.http.errors import send_error
 
 
 class _TooLarge(Exception):

@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, Text, cast, func, literal_column, type_coerce
 
-from service.db import UTCDateTime
+from service.storage.db import UTCDateTime
 
 
 def model_json(dialect: str, model: type[BaseModel], values: Mapping[str, Any]) -> ColumnElement[Any]:

@@ -31,6 +31,12 @@ _IDLE_SINCE = "orgdeck_idle_since"
 
 # Execution option that marks a transaction as one that will write (SQLite takes the lock up front).
 WRITE_OPTION = "orgdeck_write"
+# Marks a reader's session: on PostgreSQL it runs in autocommit, where a write would commit alone.
+READER = "orgdeck_reader"
+
+
+class ReaderWrote(RuntimeError):
+    """A reader's session was asked to write: a route that writes declares a write session."""
 
 
 class Base(DeclarativeBase):
@@ -186,7 +192,7 @@ class Database:
         readers = (
             self.engine if self.is_sqlite else self.engine.execution_options(isolation_level="AUTOCOMMIT")
         )
-        self._readers = sessionmaker(readers, expire_on_commit=False)
+        self._readers = sessionmaker(readers, expire_on_commit=False, info={READER: True})
         self._writers = sessionmaker(
             self.engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
         )
@@ -227,3 +233,18 @@ class Database:
 
     def dispose(self) -> None:
         self.engine.dispose()
+
+
+# A reader never writes: refused before the statement runs, rather than committed on its own.
+@event.listens_for(Session, "before_flush")
+def _reader_flushes(session: Session, _context: Any, _instances: Any) -> None:
+    if session.info.get(READER) and (
+        session.new or session.deleted or any(session.is_modified(row) for row in session.dirty)
+    ):
+        raise ReaderWrote("a reader's session was asked to write")
+
+
+@event.listens_for(Session, "do_orm_execute")
+def _reader_executes(state: Any) -> None:
+    if state.session.info.get(READER) and (state.is_insert or state.is_update or state.is_delete):
+        raise ReaderWrote("a reader's session was asked to write")

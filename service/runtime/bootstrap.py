@@ -7,10 +7,10 @@ import re
 from api.common import SLUG_PATTERN
 from api.members import CreateMember
 from service.api_keys.service import create_key
-from service.db import Database
 from service.errors import InvalidInput
 from service.members.service import create_member
 from service.orgs.service import create_org
+from service.storage.db import Database
 
 
 def create_org_with_key(

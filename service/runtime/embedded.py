@@ -13,18 +13,18 @@ from sqlalchemy.orm import Session
 from api import OrgdeckClient
 from api.errors import Unauthorized
 from api.members import CreateMember
-from service import demo
 from service.api_keys.service import create_key
-from service.crypto import cipher_for
-from service.db import Database
 from service.deployments.demo import seed_deployment_history
 from service.members.models import MemberRow
 from service.members.service import create_member
-from service.migrate import upgrade
 from service.notifications.demo import DemoReceiver, seed_delivery_history
 from service.orgs.service import create_org, get_org
-from service.server import ServerThread
+from service.runtime import demo
+from service.runtime.server import ServerThread
 from service.settings import Settings
+from service.storage.crypto import cipher_for
+from service.storage.db import Database
+from service.storage.migrate import upgrade
 
 logger = logging.getLogger("orgdeck.embedded")
 

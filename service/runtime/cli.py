@@ -9,10 +9,10 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from service import logredact
-from service.db import Database
 from service.errors import ServiceError
+from service.redaction import logs as logredact
 from service.settings import Settings
+from service.storage.db import Database
 
 
 def _database(settings: Settings) -> Database:
@@ -21,7 +21,7 @@ def _database(settings: Settings) -> Database:
 
 
 def cmd_migrate(settings: Settings, _args: argparse.Namespace) -> int:
-    from service.migrate import upgrade
+    from service.storage.migrate import upgrade
 
     db = _database(settings)
     upgrade(db)
@@ -84,8 +84,8 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
-    from service.bootstrap import create_org_with_key
-    from service.migrate import upgrade
+    from service.runtime.bootstrap import create_org_with_key
+    from service.storage.migrate import upgrade
 
     db = _database(settings)
     upgrade(db)
@@ -104,13 +104,13 @@ def cmd_create_org(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
     from service.changes.service import rotate_sealed
-    from service.crypto import DecryptionFailed, cipher_for
     from service.deployments.service import rotate_signing_keys
     from service.environments.service import rotate_secrets
     from service.idempotency.service import rotate_answers
-    from service.migrate import upgrade
     from service.notifications.service import rotate_channel_secrets
     from service.providers.service import rotate_provider_keys
+    from service.storage.crypto import DecryptionFailed, cipher_for
+    from service.storage.migrate import upgrade
 
     db = _database(settings)
     upgrade(db)

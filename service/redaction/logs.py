@@ -5,7 +5,7 @@ path or query), and libraries log the URLs they call (httpx at INFO: `HTTP Reque
 them into exception messages; a database error quotes the parameters of its statement, a
 configuration's JSON among them. Every log record, from any logger, is rewritten when it is made: a
 URL keeps its scheme and host, and its path, query and any user:password@ become `…`; the value of
-every credential-named `key: value` or `key=value` becomes `[redacted]` (service/redaction.py).
+every credential-named `key: value` or `key=value` becomes `[redacted]` (service/redaction/objects.py).
 Tracebacks attached to a record are redacted the same way.
 """
 
@@ -15,7 +15,7 @@ import logging
 import re
 from typing import Any
 
-from service.redaction import redacted_text
+from service.redaction.objects import redacted_text
 
 _URL = re.compile(
     r"(?P<scheme>[a-zA-Z][a-zA-Z0-9+.-]*://)"  # https://

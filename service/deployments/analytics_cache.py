@@ -18,9 +18,9 @@ from collections.abc import Callable, Hashable
 from sqlalchemy import select
 from sqlalchemy.orm import Session
 
-from service.db import upsert, utcnow
 from service.deployments.models import DeploymentRollupVersionRow
-from service.kept import Kept
+from service.storage.db import upsert, utcnow
+from service.storage.memory import Kept
 
 # About 100 KB each at most (a year's heatmap by day of 20 environments is 74 KB).
 KEPT_ANSWERS = 256

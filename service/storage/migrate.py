@@ -7,9 +7,9 @@ from pathlib import Path
 from alembic import command
 from alembic.config import Config
 
-from service.db import Database
+from service.storage.db import Database
 
-MIGRATIONS = Path(__file__).parent / "migrations"
+MIGRATIONS = Path(__file__).parent.parent / "migrations"
 
 
 def alembic_config(db: Database) -> Config:

@@ -7,8 +7,9 @@ floats the databases store as null or refuse, and integers of hundreds or thousa
 no client means either), bodies that are not UTF-8 and bodies nested absurdly deep: each is a 400
 that names where it was found (the path, a query parameter, a field of the body), and nothing runs.
 
-Every reader of a request body reads it with `read_json` (this guard, the Idempotency-Key
-fingerprint, the routes), which no number can make raise.
+The guard is the one reader of a request's body: it reads it once, parses it once when it is
+JSON (with `read_json`, which no number can make raise), and leaves both in the request's scope
+(`request_body`) for the Idempotency-Key's fingerprint and the route's own parsing.
 """
 
 from __future__ import annotations
@@ -18,17 +19,35 @@ import math
 import re
 import sys
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl
 
 from starlette.types import Message, Receive, Scope, Send
 
-from service.errors import send_error
+from service.http.errors import send_error
 
 # Deeper than any configuration a person writes; far below where Python's parser gives up.
 MAX_DEPTH = 64
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 _NOT_TEXT = re.compile("[\x00\ud800-\udfff]")
+BODY_KEY = "orgdeck.body"
+# A body whose JSON value the guard did not read: not sent as JSON, or not valid JSON (whose
+# syntax error the route's parser tells with its position).
+UNREAD = object()
+
+
+@dataclass(frozen=True)
+class Body:
+    """A request's body as the guard read it: its bytes, and its JSON value (or UNREAD)."""
+
+    raw: bytes
+    value: Any = UNREAD
+
+
+def request_body(scope: Scope) -> Body | None:
+    """The body the guard read, None for a request that has none (GET, DELETE)."""
+    return scope.get(BODY_KEY)
 
 
 class Refusal(Exception):
@@ -51,13 +70,14 @@ async def guarded_receive(
     list, the only ones that may be repeated (any other given twice is ambiguous: which one did the
     caller mean?)."""
     check_url(scope["path"], scope["query_string"], list_parameters)
-    if scope["method"] not in BODY_METHODS or not _is_json(headers.get(b"content-type")):
+    if scope["method"] not in BODY_METHODS:
         return receive
-    body = await _read_body(receive)
-    if body is None:
+    raw = await _read_body(receive)
+    if raw is None:
         return None
-    check_json_body(body)
-    return _replay(body, receive)
+    value = check_json_body(raw) if _is_json(headers.get(b"content-type")) else UNREAD
+    scope[BODY_KEY] = Body(raw, value)
+    return _replay(raw, receive)
 
 
 def check_url(path: str, query_string: bytes, list_parameters: frozenset[str]) -> None:
@@ -74,9 +94,9 @@ def check_url(path: str, query_string: bytes, list_parameters: frozenset[str]) -
         seen.add(name)
 
 
-def check_json_body(body: bytes) -> None:
-    """Raise Refusal for a body that is JSON in name but not in substance. A syntax error is left to
-    the route's own parser, whose message gives the position."""
+def check_json_body(body: bytes) -> Any:
+    """The body's JSON value; Refusal for a body that is JSON in name but not in substance. A syntax
+    error is left to the route's own parser, whose message gives the position (UNREAD)."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -86,10 +106,11 @@ def check_json_body(body: bytes) -> None:
     try:
         value = read_json(text)
     except json.JSONDecodeError:
-        return
+        return UNREAD
     except RecursionError as exc:
         raise Refusal(None, f"nested deeper than {MAX_DEPTH} levels", "malformed_json") from exc
     _check_value(value, "", 0)
+    return value
 
 
 def _check_value(value: Any, where: str, depth: int) -> None:

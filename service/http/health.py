@@ -7,7 +7,7 @@ import time
 
 from starlette.concurrency import run_in_threadpool
 
-from service.db import Database
+from service.storage.db import Database
 
 CHECK_INTERVAL_SECONDS = 1.0
 

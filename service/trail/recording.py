@@ -1,9 +1,10 @@
-"""Every route that changes something appends one audit event, in the transaction of the change.
+"""The audit trail as it is written: every route that changes something appends one event, in the
+transaction of the change (service.audit reads it).
 
-A route taking POST, PUT, PATCH or DELETE calls `record` when its function returns (service.routing):
+A route working in a write session calls `record` when its function returns (service.http.routing):
 if its session wrote anything, one event is added to that same session before the commit: the actor
 (the route's `caller`), the action (the operation's id), the target and the fields the body set,
-secret fields and credentials in free-form objects redacted (service/redaction.py), URLs cut to
+secret fields and credentials in free-form objects redacted (service/redaction/objects.py), URLs cut to
 their host. The target is what the route returned: its type, id and name; a record without an id
 of its own names what it belongs to (a signing key its environment, a recovery its channel), and
 the organization's settings name the organization. A request that fails writes nothing, its event
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel
 from sqlalchemy import event, insert
@@ -28,31 +29,47 @@ from starlette.responses import Response
 
 from api.approvals import Requester
 from api.common import Request
-from service.audit.models import AuditEventRow
-from service.auth import Caller
-from service.db import utcnow
-from service.ids import new_id
-from service.logredact import redact_urls
-from service.redaction import REDACTED, shown
-from service.requestid import current_request_id
+from service.redaction.logs import redact_urls
+from service.redaction.objects import REDACTED, shown
+from service.storage.db import utcnow
+from service.storage.ids import new_id
+from service.trail.models import AuditEventRow
 
-WRITE_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 WROTE = "orgdeck_wrote"
 _WRAPPERS = re.compile(r"^(Created|Published)|(Detail|WithVersions)$")
 _NAMES = ("name", "stable_key", "email", "label")
 
 
-def record(session: Session, caller: Caller, action: str, result: Any, arguments: dict[str, Any]) -> None:
+class Actor(Protocol):
+    """Who made a change, as the trail names them (a request's caller)."""
+
+    org_id: str
+    org_name: str
+    key_id: str
+    key_name: str
+    member_id: str | None
+    member_email: str | None
+
+
+def record(
+    session: Session,
+    *,
+    actor: Actor,
+    action: str,
+    result: Any,
+    arguments: dict[str, Any],
+    request_id: str | None,
+) -> None:
     """Add the event for a request that wrote something (nothing otherwise)."""
     if not session.info.get(WROTE):
         return
-    actor = {
-        "actor_key_id": caller.key_id,
-        "actor_key_name": caller.key_name,
-        "actor_member_id": caller.member_id,
-        "actor_member_email": caller.member_email,
+    who = {
+        "actor_key_id": actor.key_id,
+        "actor_key_name": actor.key_name,
+        "actor_member_id": actor.member_id,
+        "actor_member_email": actor.member_email,
     }
-    _append(session, caller.org_id, caller.org_name, actor, action, result, _changes(arguments))
+    _append(session, actor.org_id, actor.org_name, who, action, result, _changes(arguments), request_id)
 
 
 def record_applied(
@@ -64,27 +81,31 @@ def record_applied(
     action: str,
     result: Any,
     body: Request | None,
+    request_id: str | None,
 ) -> None:
     """Add the event of a change an approved change request applied: `action` with `body`
     answering `result`, as its direct call would have recorded it, with the requester as its actor."""
-    actor = {
+    who = {
         "actor_key_id": requester.key_id,
         "actor_key_name": requester.key_name,
         "actor_member_id": requester.member_id,
         "actor_member_email": requester.email,
     }
     changes = _redacted(body) if body is not None else {}
-    _append(session, org_id, None, actor, action, result, changes, change_request_id=change_request_id)
+    _append(
+        session, org_id, None, who, action, result, changes, request_id, change_request_id=change_request_id
+    )
 
 
 def _append(
     session: Session,
     org_id: str,
     org_name: str | None,
-    actor: dict[str, str | None],
+    who: dict[str, str | None],
     action: str,
     result: Any,
     changes: dict[str, Any],
+    request_id: str | None,
     *,
     change_request_id: str | None = None,
 ) -> None:
@@ -96,12 +117,12 @@ def _append(
             "id": new_id("aud"),
             "org_id": org_id,
             "occurred_at": utcnow(),
-            **actor,
+            **who,
             "action": action,
             "target_type": target_type,
             "target_id": target_id,
             "target_name": target_name,
-            "request_id": current_request_id.get(),
+            "request_id": request_id,
             "changes": changes,
             "change_request_id": change_request_id,
         },

@@ -1,7 +1,7 @@
 """Every response carries `X-Request-Id`: the caller's own when it sent a valid one, else a new id.
 
 The id is also kept for the request's audit event, in a context variable every thread the request
-runs in can read. Set by service.edge.
+runs in can read. Set by service.http.edge.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import random
 import re
 from contextvars import ContextVar
 
-from service.ids import new_id
+from service.storage.ids import new_id
 
 HEADER = b"x-request-id"
 VALID = re.compile(rb"^[A-Za-z0-9._:-]{1,128}$")

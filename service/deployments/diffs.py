@@ -1,5 +1,5 @@
 """What a deployment would change: field-by-field differences between configs, with credentials
-redacted (service/redaction.py). The preview and the jobs diff what runs against what would run;
+redacted (service/redaction/objects.py). The preview and the jobs diff what runs against what would run;
 the evaluation of drift (service/deployments/states.py) diffs the draft against the running version
 with the same rules."""
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from api.deployments import FieldChange
 from service.deployments.models import AgentDeploymentRow
-from service.redaction import shown
+from service.redaction.objects import shown
 
 
 def diff_deployment(

@@ -1,0 +1,1 @@
+"""The service's own endpoints: health, who a key is, a console's sign-in."""
