@@ -7,10 +7,9 @@ import re
 
 import pytest
 from fastapi import APIRouter
-from service.app import API_ROUTERS
 from starlette.routing import Match
 
-from service.app import create_app
+from service.app import API_ROUTERS, create_app
 from service.http.routeindex import RouteIndex, app_routes
 from service.http.routing import api_router
 from service.settings import Settings
