@@ -1,17 +1,11 @@
 """Every table of the service, imported in one place so that migrations and tests see them all."""
 
-from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
+from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow, FleetEnvironmentRow, FleetRow
 from service.api_keys.models import ApiKeyRow
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
-from service.deployments.models import (
-    AgentDeploymentRow,
-    DeploymentJobAgentRow,
-    DeploymentJobRow,
-    DeploymentSigningKeyRow,
-)
-from service.environments.models import EnvironmentRow, SecretRow
+from service.deployments.models import AgentDeploymentRow, DeploymentJobAgentRow, DeploymentJobRow
+from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow, SecretRow
 from service.events.models import EventRow
-from service.fleets.models import FleetEnvironmentRow, FleetRow
 from service.governance.models import PolicyRow, PolicyVersionRow
 from service.idempotency.models import IdempotencyKeyRow
 from service.members.models import MemberRow

@@ -9,15 +9,20 @@ from sqlalchemy.orm import Session
 
 from api.agents import CreateAgent, UpdateAgent, content_hash
 from api.common import patched_fields
-from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow
-from service.deployments.states import forget_agent, refresh_agent
+from service.agents.models import AgentRow, AgentTagRow, AgentVersionRow, FleetRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.fleets.models import FleetRow
+from service.events.hooks import Hook
 from service.redaction.objects import restored
 from service.storage.db import insert_unless_taken, utcnow
 
 # The draft fields a PATCH may change, by attribute name; fleet and tags are handled apart.
 DRAFT_FIELDS = ("name", "provider", "provider_config", "prompt_references")
+
+# What runs of an agent drifts or goes stale with its draft and its versions.
+draft_changed: Hook[None] = Hook(
+    "an agent's draft changed or a version was made", attached_by="service.deployments.states"
+)
+agent_archived: Hook[None] = Hook("an agent was archived", attached_by="service.deployments.states")
 
 
 def create_agent(session: Session, *, org_id: str, request: CreateAgent) -> AgentRow:
@@ -109,7 +114,7 @@ def update_agent(session: Session, *, org_id: str, stable_key: str, request: Upd
     if session.is_modified(agent):
         agent.updated_at = utcnow()
     session.flush()
-    refresh_agent(session, agent_id=agent.id)
+    draft_changed(session, agent_id=agent.id)
     return agent
 
 
@@ -118,7 +123,7 @@ def archive_agent(session: Session, *, org_id: str, stable_key: str) -> AgentRow
     agent = get_agent(session, org_id=org_id, stable_key=stable_key, for_update=True)
     agent.archived_at = utcnow()
     session.flush()
-    forget_agent(session, agent_id=agent.id)
+    agent_archived(session, agent_id=agent.id)
     return agent
 
 
@@ -143,7 +148,7 @@ def snapshot_agent(session: Session, *, org_id: str, stable_key: str) -> AgentVe
     session.add(version)
     agent.latest_version = version.number
     session.flush()
-    refresh_agent(session, agent_id=agent.id)
+    draft_changed(session, agent_id=agent.id)
     return version
 
 

@@ -6,7 +6,7 @@ import functools
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import bindparam, select
+from sqlalchemy import bindparam, select, update
 from sqlalchemy.orm import Session
 
 from api.api_keys import ApiKey as ApiKeyRecord
@@ -16,8 +16,8 @@ from service.api_keys.keys import display_prefix, generate_key, hash_key, is_wel
 from service.api_keys.models import ApiKeyRow
 from service.errors import InsufficientRole, InvalidInput, NotFound, Unauthorized
 from service.http.auth import Authenticated, Caller
+from service.members import service as members
 from service.members.models import MemberRow
-from service.members.service import get_active_member
 from service.orgs.models import OrganizationRow
 from service.storage.db import utcnow
 
@@ -72,10 +72,10 @@ def issue_key(session: Session, *, caller: Caller, request: CreateApiKey) -> Iss
 
 def _owner(session: Session, *, caller: Caller, org_id: str, request: CreateApiKey) -> MemberRow | None:
     if request.member_id:
-        return get_active_member(session, org_id=org_id, member_id=request.member_id, field="memberId")
+        return members.get_active_member(session, org_id=org_id, member_id=request.member_id, field="memberId")
     if request.service or caller.member_id is None:
         return None
-    return get_active_member(session, org_id=org_id, member_id=caller.member_id, field="memberId")
+    return members.get_active_member(session, org_id=org_id, member_id=caller.member_id, field="memberId")
 
 
 # Plain columns in one statement, built once: listing keys is the read every client starts with.
@@ -228,3 +228,13 @@ def touch_key(session: Session, *, key_id: str) -> ApiKeyRow:
     record.last_used_at = utcnow()
     session.flush()
     return record
+
+
+@members.member_deactivated.attach
+def revoke_member_keys(session: Session, *, member_id: str, at: datetime) -> None:
+    """A deactivated member's keys stop working at once, and are listed as revoked."""
+    session.execute(
+        update(ApiKeyRow)
+        .where(ApiKeyRow.member_id == member_id, ApiKeyRow.revoked_at.is_(None))
+        .values(revoked_at=at)
+    )

@@ -16,9 +16,8 @@ from api.tools import RecordToolDeployment
 from service.changes.applied import Applied
 from service.changes.models import ChangeRequestRow
 from service.deployments import service as deployments
-from service.deployments.models import DeploymentSigningKeyRow
 from service.environments import service as environments
-from service.environments.models import EnvironmentRow
+from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.orgs.models import OrganizationRow
 from service.tools import service as tools
 

@@ -98,20 +98,6 @@ class AgentDeploymentRow(Base):
     deployed_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 
-class DeploymentSigningKeyRow(Base):
-    """The key an environment's webhook target verifies deployment manifests with, encrypted."""
-
-    __tablename__ = "deployment_signing_keys"
-
-    environment_id: Mapped[str] = mapped_column(
-        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
-    )
-    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
-    # Fernet token of the `whsec_…` value (see service.storage.crypto).
-    ciphertext: Mapped[str] = mapped_column(Text)
-    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-
-
 class DeploymentMonthRollupRow(Base):
     """Ended jobs of an environment per UTC day of creation (service.deployments.rollups), a month
     to a row: `jobs` and `failures` are JSON arrays with one number per day of `month`. A year's

@@ -27,11 +27,10 @@ from service.deployments.models import (
     AgentDeploymentRow,
     DeploymentJobAgentRow,
     DeploymentJobRow,
-    DeploymentSigningKeyRow,
 )
 from service.deployments.rollups import record_job_end
 from service.deployments.states import record_job_outcome
-from service.environments.models import EnvironmentRow
+from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
 from service.outbound.urls import OutboundRefused, check_outbound_url

@@ -2,7 +2,8 @@
 
 A pair gets a row in `deployment_states` when a job for it ends; without one it is `not_deployed`.
 The row is evaluated again in the transaction of whatever it depends on changing (a job ending, the
-draft edited, a version made, a referenced tool's deployment recorded, the org's threshold set),
+draft edited, a version made, a referenced tool's deployment recorded: the hooks of the agents and
+tools attached here; the org's threshold set),
 and by the worker when its `check_at` comes: a stale deadline passing, or the hourly look at pinned
 prompts (publishing to a registry does not reach back to the pairs that pin it). The states, in the
 order they win when several hold:
@@ -28,6 +29,7 @@ from sqlalchemy import ColumnElement, Select, delete, select
 from sqlalchemy.orm import Session
 
 from api.deployments import DEFAULT_STALE_AFTER_DAYS, AgentStatus, FieldChange
+from service.agents import service as agents
 from service.agents.models import AgentRow
 from service.deployments.diffs import mapping_changes, value_changes
 from service.deployments.facts import Facts, deployed_tool_hashes, load_facts, readable_prompt
@@ -40,6 +42,7 @@ from service.deployments.models import (
 from service.events.service import record_event
 from service.settings import Settings
 from service.storage.db import Database, insert_unless_taken, utcnow
+from service.tools import service as tools
 
 # Pairs evaluated per query round (and per worker round): bounded work, bounded IN lists.
 BATCH = 200
@@ -97,11 +100,13 @@ def record_job_outcome(session: Session, *, job: DeploymentJobRow) -> None:
     _evaluate(session, list(rows.values()), utcnow())
 
 
+@agents.draft_changed.attach
 def refresh_agent(session: Session, *, agent_id: str) -> None:
     """Re-evaluate an agent's pairs: its draft changed or a version was made."""
     _refresh(session, DeploymentStateRow.agent_id == agent_id)
 
 
+@tools.record_moved.attach
 def refresh_tool(session: Session, *, environment_id: str, tool_key: str) -> None:
     """Re-evaluate the pairs of an environment whose running config references a tool whose record changed."""
     configs = session.execute(
@@ -142,6 +147,7 @@ def check_due_states(db: Database, settings: Settings) -> bool:
         return bool(rows)
 
 
+@agents.agent_archived.attach
 def forget_agent(session: Session, *, agent_id: str) -> None:
     """An archived agent leaves the matrix and its counts: its pairs are no longer watched."""
     session.execute(delete(DeploymentStateRow).where(DeploymentStateRow.agent_id == agent_id))

@@ -73,3 +73,17 @@ class SecretRow(Base):
 EnvironmentRow.secret_count = column_property(
     select(func.count(SecretRow.id)).where(SecretRow.environment_id == EnvironmentRow.id).scalar_subquery()
 )
+
+
+class DeploymentSigningKeyRow(Base):
+    """The key an environment's webhook target verifies deployment manifests with, encrypted."""
+
+    __tablename__ = "deployment_signing_keys"
+
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), index=True)
+    # Fernet token of the `whsec_…` value (see service.storage.crypto).
+    ciphertext: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)

@@ -10,23 +10,32 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Row, func, or_, select
+from sqlalchemy import func, or_, select
 from sqlalchemy.orm import Session
 
 from api.common import patched_fields
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from api.members import role_at_least
-from service.agents.models import AgentRow
 from service.changes.protection import (
     require_review_of_environment,
     require_review_of_environment_fields,
     require_review_of_secret,
 )
-from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
-from service.environments.models import EnvironmentRow, SecretRow
+from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
+from service.events.hooks import Hook
 from service.storage.crypto import Cipher, reencrypt_column
 from service.storage.db import insert_unless_taken, utcnow
+
+# What the deployments area, above this one, adds: the newest job of each environment for its
+# answers, and the refusal to delete one where agents run.
+newest_jobs: Hook[dict[str, Any]] = Hook(
+    "the newest job of each of these environments", attached_by="service.deployments.service"
+)
+leaving: Hook[None] = Hook(
+    "an environment is about to be deleted (what still uses it refuses)",
+    attached_by="service.deployments.service",
+)
 
 
 def create_environment(session: Session, *, org_id: str, request: CreateEnvironment) -> EnvironmentRow:
@@ -143,29 +152,15 @@ def hold_name(session: Session, *, renamed: EnvironmentRow, name: str) -> Enviro
     return holder
 
 
-def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dict[str, Row[Any]]:
-    """The newest job of each environment that has one, in one query (one index seek each)."""
+def last_deployments(session: Session, *, environment_ids: Sequence[str]) -> dict[str, Any]:
+    """The newest job of each environment that has one, as the deployments area tells it."""
     if not environment_ids:
         return {}
-    newest = (
-        select(DeploymentJobRow.id)
-        .where(
-            DeploymentJobRow.org_id == EnvironmentRow.org_id,
-            DeploymentJobRow.environment_id == EnvironmentRow.id,
-        )
-        .order_by(DeploymentJobRow.created_at.desc(), DeploymentJobRow.id.desc())
-        .limit(1)
-        .correlate(EnvironmentRow)
-        .scalar_subquery()
-    )
-    query = select(
-        DeploymentJobRow.id,
-        DeploymentJobRow.environment_id,
-        DeploymentJobRow.status,
-        DeploymentJobRow.created_at,
-        DeploymentJobRow.finished_at,
-    ).where(DeploymentJobRow.id.in_(select(newest).where(EnvironmentRow.id.in_(environment_ids))))
-    return {row.environment_id: row for row in session.execute(query)}
+    return {
+        environment_id: job
+        for answer in newest_jobs(session, environment_ids=environment_ids)
+        for environment_id, job in answer.items()
+    }
 
 
 def signing_key_dates(session: Session, *, environment_ids: Sequence[str]) -> dict[str, datetime]:
@@ -192,21 +187,8 @@ def delete_environment(
 
 
 def require_unused(session: Session, environment: EnvironmentRow) -> None:
-    """Refuse (400 `in_use`) deleting an environment where agents run."""
-    deployed = session.scalar(
-        select(func.count())
-        .select_from(AgentDeploymentRow)
-        .join(AgentRow, AgentRow.id == AgentDeploymentRow.agent_id)
-        .where(AgentDeploymentRow.environment_id == environment.id, AgentRow.archived_at.is_(None))
-    )
-    if deployed:
-        agents = "1 agent is" if deployed == 1 else f"{deployed} agents are"
-        raise InvalidInput(
-            f"Environment '{environment.name}' cannot be deleted while agents run there: {agents} "
-            "deployed to it (archived agents do not count)",
-            field="environmentId",
-            code="in_use",
-        )
+    """Refuse (400 `in_use`) deleting an environment that something still uses."""
+    leaving(session, environment=environment)
 
 
 def set_secret(session: Session, *, cipher: Cipher, org_id: str, request: SetSecret) -> SecretRow:

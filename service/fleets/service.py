@@ -9,10 +9,9 @@ from sqlalchemy.orm import Session
 
 from api.common import patched_fields
 from api.fleets import CreateFleet, UpdateFleet
-from service.agents.models import AgentRow
+from service.agents.models import AgentRow, FleetEnvironmentRow, FleetRow
 from service.environments.models import EnvironmentRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
-from service.fleets.models import FleetEnvironmentRow, FleetRow
 from service.storage.db import insert_unless_taken, utcnow
 
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
-from sqlalchemy import select, update
+from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.members import CreateMember, UpdateMember
-from service.api_keys.models import ApiKeyRow
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.events.hooks import Hook
 from service.members.models import MemberRow
 from service.storage.db import insert_unless_taken, utcnow
+
+# A deactivated member's keys are revoked with it.
+member_deactivated: Hook[None] = Hook("a member was deactivated", attached_by="service.api_keys.service")
 
 
 def create_member(session: Session, *, org_id: str, request: CreateMember) -> MemberRow:
@@ -62,12 +65,8 @@ def deactivate_member(session: Session, *, org_id: str, member_id: str) -> Membe
     _keep_an_admin(session, member, change="be deactivated")
     now = utcnow()
     member.deactivated_at = now
-    session.execute(
-        update(ApiKeyRow)
-        .where(ApiKeyRow.member_id == member.id, ApiKeyRow.revoked_at.is_(None))
-        .values(revoked_at=now)
-    )
     session.flush()
+    member_deactivated(session, member_id=member.id, at=now)
     return member
 
 

@@ -17,13 +17,18 @@ from api.tools import (
     UpdateTool,
 )
 from service.changes.protection import require_review_of_environment
-from service.deployments.states import refresh_tool
 from service.environments.models import EnvironmentRow
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.events.hooks import Hook
 from service.redaction.objects import redacted, restored
 from service.storage.db import insert_unless_taken, utcnow
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
+
+# What runs with a tool drifts when what is deployed of it moves.
+record_moved: Hook[None] = Hook(
+    "a tool's deployed version or hash changed in an environment", attached_by="service.deployments.states"
+)
 
 
 def create_tool(session: Session, *, org_id: str, request: CreateTool) -> ToolRow:
@@ -111,7 +116,7 @@ def record_tool_deployment(
             org_id=org_id, environment_id=target.id, tool_key=tool_key, **deployed, **described
         )
         if insert_unless_taken(session, created):
-            refresh_tool(session, environment_id=target.id, tool_key=tool_key)
+            record_moved(session, environment_id=target.id, tool_key=tool_key)
             return _with_history(session, [created])[0]
         # A concurrent request created it meanwhile: update that one instead.
         record = find_record(session, environment_id=target.id, tool_key=tool_key, lock=True)
@@ -135,7 +140,7 @@ def record_tool_deployment(
         setattr(record, field, value)
     session.flush()
     if moved:
-        refresh_tool(session, environment_id=target.id, tool_key=tool_key)
+        record_moved(session, environment_id=target.id, tool_key=tool_key)
     return _with_history(session, [record])[0]
 
 
