@@ -17,8 +17,7 @@ from api import OrgdeckClient
 from api.environments import SECRET_VALUE_MAX_BYTES
 from api.errors import BadRequest, NotFound
 from service.changes.models import ChangeRequestRow
-from service.environments.models import DeploymentSigningKeyRow
-from service.environments.models import SecretRow
+from service.environments.models import DeploymentSigningKeyRow, SecretRow
 from service.environments.service import decrypt_secret_values, rotate_secrets
 from service.notifications.models import ChannelRow
 from service.orgs.service import get_org
