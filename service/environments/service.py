@@ -17,13 +17,13 @@ from api.common import patched_fields
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from api.members import role_at_least
 from service.agents.models import AgentRow
-from service.changes.protection import (
+from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
+from service.environments.models import EnvironmentRow, SecretRow
+from service.environments.protection import (
     require_review_of_environment,
     require_review_of_environment_fields,
     require_review_of_secret,
 )
-from service.deployments.models import AgentDeploymentRow, DeploymentJobRow, DeploymentSigningKeyRow
-from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
 from service.storage.crypto import Cipher, reencrypt_column
 from service.storage.db import insert_unless_taken, utcnow
