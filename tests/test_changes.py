@@ -10,9 +10,10 @@ from datetime import timedelta
 
 import httpx
 import pytest
-from sqlalchemy import select, update
+from sqlalchemy import delete, select, update
 
 from api import OrgdeckClient
+from api.approvals import ChangeRequestRef
 from api.errors import BadRequest, Forbidden
 from service.changes.models import ChangeRequestRow
 from service.events.models import EventRow
@@ -636,3 +637,41 @@ def test_approved_policy_changes_are_on_record_as_the_requesters_own(client, tea
         assert (event.action, event.actor.member_email) == (action, "dee@example.com")
         assert (event.target.type, event.target.id) == ("policy", policy_id)
         assert [a.email for a in event.change_request.approved_by] == ["eve@example.com"]
+
+
+def test_what_a_request_made_keeps_naming_it_without_the_request(client, team, org, production, db):
+    """The approvals that applied a request never change afterwards: the job, the label, the policy
+    version and the audit events keep the reference they were made with, and answer it from there,
+    even with the requests gone."""
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+    ref = f"{org.slug}/prompts"
+    client.registries.create("prompts")
+    client.registries.publish(ref, "greeting", "Hello", labels=["production"])
+    client.registries.publish(ref, "greeting", "Hi")
+    client.registries.update(ref, protected_labels=["production"])
+    client.settings.update(policy_approval_required=True)
+    opened = [
+        ana.change_requests.open(kind, payload, "Release")
+        for kind, payload in (
+            ("deployment", {"environmentId": production, "agentStableKeys": ["triage"]}),
+            ("label", {"registryRef": ref, "name": "greeting", "label": "production", "version": "2"}),
+            ("policy", {"name": "no-secrets", "ruleText": "Never."}),
+        )
+    ]
+    deployed, _, created = (bo.change_requests.approve(request.id).result for request in opened)
+    with db.session(write=True) as session:
+        session.execute(delete(ChangeRequestRow))
+
+    def named(reference: ChangeRequestRef | None) -> tuple[str, str | None, list[str]]:
+        assert reference is not None
+        return reference.id, reference.requested_by.email, [a.email for a in reference.approved_by]
+
+    deployment, label, policy = [(request.id, "ana@example.com", ["bo@example.com"]) for request in opened]
+    assert named(client.deployments.job(deployed["jobId"]).change_request) == deployment
+    assert named(client.deployments.jobs(environment_id=production).items[0].change_request) == deployment
+    [version] = [v for v in client.registries.versions(ref, "greeting").items if v.version == "2"]
+    assert named(version.label_change_requests["production"]) == label
+    assert named(client.policies.get(created["policyId"]).versions[0].change_request) == policy
+    for request, made in zip(opened, (deployment, label, policy), strict=True):
+        [event] = applied_events(client, request.id)
+        assert named(event.change_request) == made

@@ -214,8 +214,9 @@ def test_idempotency_callers_drop_the_keys_stored_without_one_and_downgrade(tmp_
 
 def test_changes_on_record_upgrade_governs_deployment_requests_by_their_environment(tmp_path):
     """0026 on a database holding change requests: a deployment request is governed by its payload's
-    environment from then on, others by none; down and up again adds its columns in place, so the
-    audit trail stays append-only, and leaves the schema the models describe."""
+    environment from then on, others by none; an event recorded before names no change request;
+    down and up again adds its columns in place, so the audit trail stays append-only, and leaves
+    the schema the models describe."""
     with scratch_database(tmp_path) as url:
         db = Database(url)
         config = alembic_config(db)
@@ -230,6 +231,10 @@ def test_changes_on_record_upgrade_governs_deployment_requests_by_their_environm
                     text("SELECT id, environment_id FROM change_requests ORDER BY id")
                 )
                 assert [tuple(row) for row in governed] == [("chg_1", "env_1"), ("chg_2", None)]
+                made_directly = connection.execute(
+                    text("SELECT id FROM audit_events WHERE change_request IS NULL")
+                )
+                assert list(made_directly.scalars()) == ["aud_1"]
             command.downgrade(config, "0024_notification_log_day_counts")
             command.upgrade(config, "heads")
             with db.engine.connect() as connection:

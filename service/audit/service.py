@@ -22,12 +22,11 @@ from api.audit import (
     AuditStatsQuery,
     AuditTarget,
 )
-from service.changes.references import change_request_json
 from service.errors import InvalidCursor, InvalidInput
 from service.members.models import MemberRow
 from service.storage.db import dialect_name, utc_day, utcnow
 from service.storage.ids import first_id_at, is_id
-from service.storage.jsonsql import json_text, model_json, model_json_of
+from service.storage.jsonsql import json_text, model_json, model_json_of, stored_json
 from service.trail.models import AuditEventRow
 
 EVENT_PREFIX = "aud"
@@ -60,16 +59,14 @@ def _event_json(dialect: str) -> ColumnElement[str]:
     event = AuditEventRow
     actor = {name: getattr(event, f"actor_{name}") for name in AuditActor.model_fields}
     target = {name: getattr(event, f"target_{name}") for name in AuditTarget.model_fields}
-    # SQLite keeps JSON as text: json() makes it a value to nest rather than a string.
-    changes = event.changes if dialect == "postgresql" else func.json(event.changes)
     made = model_json_of(
         dialect,
         AuditEvent,
         event,
         actor=model_json(dialect, AuditActor, actor),
         target=model_json(dialect, AuditTarget, target),
-        changes=changes,
-        change_request=change_request_json(dialect, event.change_request_id),
+        changes=stored_json(dialect, event.changes),
+        change_request=stored_json(dialect, event.change_request),
     )
     return json_text(dialect, made).label("event")
 

@@ -1,9 +1,10 @@
 """Applying an approved change exactly as previewed, or refusing it (`Moved`) when what it would
 replace moved since.
 
-Each applier first locks what the change replaces (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's
-writers already take turns), then checks it against the preview: of requests opened from one state
-and approved at once, the first applies and the others find the state moved.
+Each applier is given the request and the reference what it makes keeps of it (`ChangeRequestRef`).
+It first locks what the change replaces (`SELECT … FOR UPDATE` on PostgreSQL; SQLite's writers
+already take turns), then checks it against the preview: of requests opened from one state and
+approved at once, the first applies and the others find the state moved.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections.abc import Callable
 
 from sqlalchemy.orm import Session
 
+from api.approvals import ChangeRequestRef
 from api.deployments import DeploymentJob, DeploymentRequest
 from api.governance import CreatePolicy, Policy, PolicyWithVersions, UpdatePolicy
 from api.registries import MoveLabel
@@ -31,7 +33,7 @@ class Moved(ServiceError):
     code = "conflict"
 
 
-def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
+def apply_deployment(session: Session, row: ChangeRequestRow, reference: ChangeRequestRef) -> Applied:
     request = DeploymentRequest.model_validate(row.payload)
     environment = deployments.locked_environment(
         session, org_id=row.org_id, environment_id=request.environment_id
@@ -50,7 +52,7 @@ def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
     deployed = {plan.agent.stable_key: deployed_state(plan.current) for plan in planned}
     if deployed != row.preview["before"]:
         raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
-    job = deployments.create_job(session, org_id=row.org_id, request=request, change_request_id=row.id)
+    job = deployments.create_job(session, org_id=row.org_id, request=request, change_request=reference)
     return Applied(
         result={"jobId": job.id, "environmentId": environment.id},
         action="deploy",
@@ -59,7 +61,7 @@ def apply_deployment(session: Session, row: ChangeRequestRow) -> Applied:
     )
 
 
-def apply_label(session: Session, row: ChangeRequestRow) -> Applied:
+def apply_label(session: Session, row: ChangeRequestRow, reference: ChangeRequestRef) -> Applied:
     request = MoveLabel.model_validate(row.payload)
     current, _ = registries.label_move(
         session,
@@ -73,7 +75,7 @@ def apply_label(session: Session, row: ChangeRequestRow) -> Applied:
     before = row.preview["before"]
     if (current.version if current else None) != (before["version"] if before else None):
         raise Moved(f"Label '{request.label}' was moved since the request was opened")
-    moved = registries.move_label(session, org_id=row.org_id, request=request, change_request_id=row.id)
+    moved = registries.move_label(session, org_id=row.org_id, request=request, change_request=reference)
     return Applied(
         result={
             "registryRef": request.registry_ref,
@@ -87,12 +89,12 @@ def apply_label(session: Session, row: ChangeRequestRow) -> Applied:
     )
 
 
-def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
+def apply_policy(session: Session, row: ChangeRequestRow, reference: ChangeRequestRef) -> Applied:
     action, payload = row.preview["action"], row.payload
     if action == "create":
         created = CreatePolicy.model_validate(payload)
         policy = governance.create_policy(
-            session, org_id=row.org_id, request=created, change_request_id=row.id
+            session, org_id=row.org_id, request=created, change_request=reference
         )
         return Applied(
             result={"policyId": policy.id, "version": policy.version},
@@ -104,7 +106,7 @@ def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
     if policy.version != row.preview["before"]["version"]:
         raise Moved(f"Policy '{policy.name}' changed since the request was opened")
     if action == "delete":
-        governance.delete_policy(session, org_id=row.org_id, policy_id=policy.id, change_request_id=row.id)
+        governance.delete_policy(session, org_id=row.org_id, policy_id=policy.id, change_request=reference)
         return Applied(
             result={"policyId": policy.id, "deleted": True},
             action="deletePolicy",
@@ -114,7 +116,7 @@ def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
     # The direct call's body: the policy's id is in its path, not a field.
     change = UpdatePolicy.model_validate({key: value for key, value in payload.items() if key != "policyId"})
     governance.update_policy(
-        session, org_id=row.org_id, policy_id=policy.id, request=change, change_request_id=row.id
+        session, org_id=row.org_id, policy_id=policy.id, request=change, change_request=reference
     )
     return Applied(
         result={"policyId": policy.id, "version": policy.version},
@@ -124,14 +126,16 @@ def apply_policy(session: Session, row: ChangeRequestRow) -> Applied:
     )
 
 
-def apply_environment(session: Session, row: ChangeRequestRow) -> Applied:
+def apply_environment(session: Session, row: ChangeRequestRow, _reference: ChangeRequestRef) -> Applied:
+    """Through each write's `reviewed=True` path: an environment change makes nothing that names
+    its request but its audit event."""
     lock_target(session, org_id=row.org_id, payload=row.payload)
     if environment_state(session, org_id=row.org_id, payload=row.payload) != row.preview["before"]:
         raise Moved(f"The {row.target} changed since the request was opened")
     return ENVIRONMENT_APPLIERS[row.payload["action"]](session, row)
 
 
-APPLIERS: dict[str, Callable[[Session, ChangeRequestRow], Applied]] = {
+APPLIERS: dict[str, Callable[[Session, ChangeRequestRow, ChangeRequestRef], Applied]] = {
     "deployment": apply_deployment,
     "label": apply_label,
     "policy": apply_policy,

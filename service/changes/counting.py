@@ -28,13 +28,16 @@ class Standing:
     required: int
     not_counted: dict[int, str]
 
-    def approved(self, row: ChangeRequestRow) -> bool:
-        counted = [
+    def counted(self, row: ChangeRequestRow) -> list[ChangeReviewRow]:
+        """The request's approvals that count, in the order they were given."""
+        return [
             review
             for review in row.reviews
             if review.verdict == "approve" and review.id not in self.not_counted
         ]
-        return len(counted) >= self.required
+
+    def approved(self, row: ChangeRequestRow) -> bool:
+        return len(self.counted(row)) >= self.required
 
 
 def standings(session: Session, rows: Sequence[ChangeRequestRow]) -> dict[str, Standing]:

@@ -28,13 +28,13 @@ from api.deployments import DeploymentRequest, FieldChange
 from api.governance import CreatePolicy
 from api.registries import MoveLabel
 from service.changes.environments import TOOL_RECORD_FIELDS, as_patch, environment_fields, environment_state
-from service.changes.protection import secret_carriers
 from service.deployments import service as deployments
 from service.deployments.diffs import mapping_changes, value_changes
 from service.deployments.models import AgentDeploymentRow
 from service.deployments.service import agent_previews
 from service.environments import service as environments
 from service.environments.models import EnvironmentRow
+from service.environments.protection import secret_carriers
 from service.errors import InvalidInput
 from service.governance import service as governance
 from service.governance.models import PolicyRow

@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from api.approvals import Requester
+from api.approvals import Approver, ChangeRequestRef, Requester
 from api.changes import (
     CHANGE_ROLES,
     DEFAULT_TTL_DAYS,
@@ -220,10 +220,11 @@ def _open_for_update(
 def _apply(session: Session, row: ChangeRequestRow, standing: Standing) -> None:
     """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved. The
     change is on record as its direct call would be, its requester the actor, naming the request
-    (and so its approvers)."""
+    and its approvers; what it made names them too."""
+    reference = _reference(row, standing)
     try:
         with session.begin_nested():
-            applied = APPLIERS[row.kind](session, row)
+            applied = APPLIERS[row.kind](session, row, reference)
     except ServiceError as moved:
         row.conflict = moved.message
         _decide(session, row, "conflict", standing)
@@ -233,13 +234,21 @@ def _apply(session: Session, row: ChangeRequestRow, standing: Standing) -> None:
     record_applied(
         session,
         org_id=row.org_id,
-        requester=_requester(row),
-        change_request_id=row.id,
+        change_request=reference,
         action=applied.action,
         result=applied.answer,
         body=applied.body,
         request_id=current_request_id.get(),
     )
+
+
+def _reference(row: ChangeRequestRow, standing: Standing) -> ChangeRequestRef:
+    """How what an applied request made names it: its requester and the approvals that applied it.
+    Those never change afterwards, so what it made keeps them, and no answer of it reads requests."""
+    approvers = [
+        Approver(member_id=review.member_id, email=review.member_email) for review in standing.counted(row)
+    ]
+    return ChangeRequestRef(id=row.id, requested_by=_requester(row), approved_by=approvers)
 
 
 def _decide(session: Session, row: ChangeRequestRow, status: str, standing: Standing) -> None:

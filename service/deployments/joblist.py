@@ -12,13 +12,12 @@ from sqlalchemy.orm import Session
 
 from api.common import Page
 from api.deployments import AgentResult, DeploymentJob
-from service.changes.references import change_request_json
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
 from service.errors import InvalidCursor, InvalidInput
 from service.http.responses import splice_json
 from service.storage.db import dialect_name
 from service.storage.ids import is_id
-from service.storage.jsonsql import json_text, model_json_of
+from service.storage.jsonsql import json_text, model_json_of, stored_json
 
 
 def list_jobs(
@@ -100,6 +99,6 @@ def _job_json(dialect: str) -> ColumnElement[str]:
         DeploymentJob,
         job,
         agents=agents.scalar_subquery(),
-        change_request=change_request_json(dialect, job.change_request_id),
+        change_request=stored_json(dialect, job.change_request),
     )
     return json_text(dialect, made)

@@ -6,7 +6,8 @@ from typing import Any
 from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.storage.db import Base, UTCDateTime, utcnow
+from api.approvals import ChangeRequestRef
+from service.storage.db import Base, UTCDateTime, WireJSON, utcnow
 from service.storage.ids import new_id
 
 
@@ -46,8 +47,9 @@ class DeploymentJobRow(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
-    # The approved change request that started it, if one did.
-    change_request_id: Mapped[str | None] = mapped_column(String(40))
+    # The approved change request that started it, if one did: kept as it was applied (its approvals
+    # never change afterwards), so that nothing reads the requests to answer a job.
+    change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))
 
     agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"

@@ -83,7 +83,7 @@ def preview_deployment(body: DeploymentRequest, caller: Viewer, session: ReadSes
 def deploy(body: DeploymentRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
     """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
     job = service.create_job(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return service.job_record(session, job)
+    return DeploymentJob.model_validate(job)
 
 
 @router.post("/agents/deployments/signing-key", response_model=SigningKey)
@@ -115,7 +115,7 @@ def deploy_fleet(
         fleet_id=fleet_id,
         environment_id=body.environment_id,
     )
-    return service.job_record(session, job)
+    return DeploymentJob.model_validate(job)
 
 
 @router.get("/agents/deployment-jobs", response_model=Page[DeploymentJob])
@@ -160,7 +160,7 @@ def get_job(
 ) -> DeploymentJob:
     """One job with each agent's result."""
     job = service.get_job(session, org_id=caller.org_id_for(org_slug), job_id=job_id)
-    return service.job_record(session, job)
+    return DeploymentJob.model_validate(job)
 
 
 StartQuery = Annotated[

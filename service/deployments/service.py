@@ -11,18 +11,16 @@ from sqlalchemy import Row, and_, func, or_, select
 from sqlalchemy.orm import Session
 
 from api.agents import canonical_json
+from api.approvals import ChangeRequestRef
 from api.deployments import (
     FINISHED_JOB_STATUSES,
     JOB_STATUSES,
     AgentPreview,
-    DeploymentJob,
     DeploymentRequest,
     FieldChange,
     PreviewWarning,
 )
 from service.agents.models import AgentRow, AgentVersionRow
-from service.changes.protection import require_review_of_deployment, require_review_of_environment
-from service.changes.references import change_request_references
 from service.deployments.diffs import diff_deployment
 from service.deployments.facts import load_prompts, readable_prompt
 from service.deployments.models import (
@@ -32,6 +30,7 @@ from service.deployments.models import (
 )
 from service.environments import service as environments
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
+from service.environments.protection import require_review_of_deployment, require_review_of_environment
 from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
 from service.outbound.webhooks import new_secret
@@ -124,12 +123,16 @@ def agent_previews(planned: Sequence[PlannedAgent]) -> list[AgentPreview]:
 
 
 def create_job(
-    session: Session, *, org_id: str, request: DeploymentRequest, change_request_id: str | None = None
+    session: Session,
+    *,
+    org_id: str,
+    request: DeploymentRequest,
+    change_request: ChangeRequestRef | None = None,
 ) -> DeploymentJobRow:
     """A pending job deploying the request's agents; a worker picks it up. A protected environment
-    takes it only from an approved change request (`change_request_id`, which the job names)."""
+    takes it only from an approved change request (`change_request`, which the job names)."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
-    if change_request_id is None:
+    if change_request is None:
         require_review_of_deployment(environment)
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
@@ -137,7 +140,7 @@ def create_job(
     job = DeploymentJobRow(
         org_id=org_id,
         environment_id=environment.id,
-        change_request_id=change_request_id,
+        change_request=change_request,
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
@@ -252,15 +255,6 @@ def job_under_way(
         )
         .limit(1)
     )
-
-
-def job_record(session: Session, job: DeploymentJobRow) -> DeploymentJob:
-    """A job as answers show it, naming the change request that started it, if one did."""
-    record = DeploymentJob.model_validate(job)
-    if job.change_request_id is None:
-        return record
-    references = change_request_references(session, [job.change_request_id])
-    return record.model_copy(update={"change_request": references[job.change_request_id]})
 
 
 def get_job(session: Session, *, org_id: str, job_id: str) -> DeploymentJobRow:

@@ -16,12 +16,12 @@ from sqlalchemy.orm import Session
 from api.common import patched_fields
 from api.environments import CreateEnvironment, SetSecret, UpdateEnvironment
 from api.members import role_at_least
-from service.changes.protection import (
+from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow, SecretRow
+from service.environments.protection import (
     require_review_of_environment,
     require_review_of_environment_fields,
     require_review_of_secret,
 )
-from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow, SecretRow
 from service.errors import AlreadyExists, InsufficientRole, InvalidInput, NotFound
 from service.events.hooks import Hook
 from service.storage.crypto import Cipher, reencrypt_column

@@ -5,7 +5,8 @@ from datetime import datetime
 from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
-from service.storage.db import Base, UTCDateTime, utcnow
+from api.approvals import ChangeRequestRef
+from service.storage.db import Base, UTCDateTime, WireJSON, utcnow
 from service.storage.ids import new_id
 
 
@@ -52,5 +53,5 @@ class PolicyVersionRow(Base):
     severity: Mapped[str] = mapped_column(String(20))
     rule_text: Mapped[str] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # The approved change request that made it, if one did.
-    change_request_id: Mapped[str | None] = mapped_column(String(40))
+    # The approved change request that made it, if one did, as it was applied.
+    change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))

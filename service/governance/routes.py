@@ -65,7 +65,7 @@ def generate_policy_prompt(
 def create_policy(body: CreatePolicy, caller: Author, session: WriteSession) -> PolicyWithVersions:
     """Save a policy (typically a reviewed draft) as version 1."""
     policy = service.create_policy(session, org_id=caller.org_id_for(body.org_slug), request=body)
-    return service.policy_record(session, policy)
+    return PolicyWithVersions.model_validate(policy)
 
 
 @router.get("", response_model=Page[Policy])
@@ -101,7 +101,7 @@ def get_policy(
 ) -> PolicyWithVersions:
     """A policy with every version of its content, newest first."""
     policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
-    return service.policy_record(session, policy)
+    return PolicyWithVersions.model_validate(policy)
 
 
 @router.patch("/{policy_id}", response_model=PolicyWithVersions)
@@ -112,7 +112,7 @@ def update_policy(
     policy = service.update_policy(
         session, org_id=caller.org_id_for(body.org_slug), policy_id=policy_id, request=body
     )
-    return service.policy_record(session, policy)
+    return PolicyWithVersions.model_validate(policy)
 
 
 @router.delete("/{policy_id}", response_model=Policy)

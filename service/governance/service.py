@@ -1,4 +1,8 @@
-"""Governance policies: drafting rule text with a model (or the built-in drafter), saving and versioning."""
+"""Governance policies: drafting rule text with a model (or the built-in drafter), saving and versioning.
+
+Where the organization requires approval of policies, they are saved, changed and deleted only by
+approved change requests, which the versions they make name (`change_request`, kept with each
+version as it was applied)."""
 
 from __future__ import annotations
 
@@ -8,20 +12,17 @@ from dataclasses import dataclass
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
 
+from api.approvals import ChangeRequestRef
 from api.governance import (
     BUILTIN_DRAFTER_KEY,
     CreatePolicy,
     DraftingModel,
     GeneratePolicyPrompt,
     PolicyDraft,
-    PolicyVersion,
-    PolicyWithVersions,
     TokenUsage,
     UpdatePolicy,
 )
-from service.changes.protection import require_review_of_policies
-from service.changes.references import change_request_references
-from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
 from service.governance.drafting import (
     DRAFT_MAX_TOKENS,
     SYSTEM_PROMPT,
@@ -32,6 +33,7 @@ from service.governance.drafting import (
     title_of,
 )
 from service.governance.models import PolicyRow, PolicyVersionRow
+from service.orgs.models import OrganizationRow
 from service.providers import service as providers
 from service.providers.adapters import Completion, ModelEndpoint, complete
 from service.providers.system_models import BUILTIN_KIND, configured_system_models
@@ -102,12 +104,12 @@ def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Se
 
 
 def create_policy(
-    session: Session, *, org_id: str, request: CreatePolicy, change_request_id: str | None = None
+    session: Session, *, org_id: str, request: CreatePolicy, change_request: ChangeRequestRef | None = None
 ) -> PolicyRow:
     """Save a policy as version 1 (through a change request where the organization requires it:
-    `change_request_id`, which the version names)."""
-    if change_request_id is None:
-        require_review_of_policies(session, org_id=org_id)
+    `change_request`, which the version names)."""
+    if change_request is None:
+        _require_review_of_policies(session, org_id=org_id)
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
     policy = PolicyRow(
@@ -120,7 +122,7 @@ def create_policy(
         drafted_with=request.drafted_with,
         version=1,
     )
-    policy.versions.append(_snapshot(policy, change_request_id))
+    policy.versions.append(_snapshot(policy, change_request))
     session.add(policy)
     session.flush()
     return policy
@@ -164,33 +166,19 @@ def get_policy(session: Session, *, org_id: str, policy_id: str, lock: bool = Fa
     return policy
 
 
-def policy_record(session: Session, policy: PolicyRow) -> PolicyWithVersions:
-    """A policy with its versions, each naming the approved change request that made it, if one did."""
-    references = change_request_references(
-        session, [version.change_request_id for version in policy.versions]
-    )
-    versions = [
-        PolicyVersion.model_validate(version).model_copy(
-            update={"change_request": references.get(version.change_request_id)}
-        )
-        for version in policy.versions
-    ]
-    return PolicyWithVersions.model_validate(policy).model_copy(update={"versions": versions})
-
-
 def update_policy(
     session: Session,
     *,
     org_id: str,
     policy_id: str,
     request: UpdatePolicy,
-    change_request_id: str | None = None,
+    change_request: ChangeRequestRef | None = None,
 ) -> PolicyRow:
     """Apply the given fields; a change of content becomes a new version (naming the approved
     change request that made it, if one did), the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
-    if change_request_id is None:
-        require_review_of_policies(session, org_id=org_id)
+    if change_request is None:
+        _require_review_of_policies(session, org_id=org_id)
     changes = {
         field: getattr(request, field)
         for field in VERSIONED_FIELDS
@@ -208,20 +196,30 @@ def update_policy(
     for field, value in changes.items():
         setattr(policy, field, value)
     policy.version += 1
-    policy.versions.insert(0, _snapshot(policy, change_request_id))
+    policy.versions.insert(0, _snapshot(policy, change_request))
     session.flush()
     return policy
 
 
 def delete_policy(
-    session: Session, *, org_id: str, policy_id: str, change_request_id: str | None = None
+    session: Session, *, org_id: str, policy_id: str, change_request: ChangeRequestRef | None = None
 ) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
-    if change_request_id is None:
-        require_review_of_policies(session, org_id=org_id)
+    if change_request is None:
+        _require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
     return policy
+
+
+def _require_review_of_policies(session: Session, *, org_id: str) -> None:
+    """The rule that sends a policy's change to review: the organization requires approval of them."""
+    if session.scalar(select(OrganizationRow.policy_approval_required).where(OrganizationRow.id == org_id)):
+        raise ApprovalRequired(
+            rule="This organization requires approval of new policies and policy changes",
+            kind="policy",
+            field="orgSlug",
+        )
 
 
 def _custom_target(
@@ -290,10 +288,10 @@ def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Set
     )
 
 
-def _snapshot(policy: PolicyRow, change_request_id: str | None) -> PolicyVersionRow:
+def _snapshot(policy: PolicyRow, change_request: ChangeRequestRef | None) -> PolicyVersionRow:
     return PolicyVersionRow(
         version=policy.version,
-        change_request_id=change_request_id,
+        change_request=change_request,
         **{field: getattr(policy, field) for field in VERSIONED_FIELDS},
     )
 

@@ -15,7 +15,6 @@ from api.registries import (
     Registry,
     registry_ref,
 )
-from service.changes.references import change_request_json
 from service.errors import NotFound, Unauthorized
 from service.orgs.models import OrganizationRow
 from service.redaction.objects import redacted
@@ -25,8 +24,6 @@ from service.registries.models import (
     RegistryArtifactVersionRow,
     RegistryRow,
 )
-from service.storage.db import dialect_name
-from service.storage.jsonsql import json_text
 
 
 def split_ref(ref: str) -> tuple[str, str]:
@@ -102,18 +99,13 @@ def labels_of_versions(
     when it was moved directly)."""
     labels: dict[str, dict[str, ChangeRequestRef | None]] = {version_id: {} for version_id in version_ids}
     pointer = RegistryArtifactLabelRow
-    dialect = dialect_name(session)
     rows = session.execute(
-        select(
-            pointer.version_id,
-            pointer.label,
-            json_text(dialect, change_request_json(dialect, pointer.change_request_id)),
-        )
+        select(pointer.version_id, pointer.label, pointer.change_request)
         .where(pointer.version_id.in_(version_ids))
         .order_by(pointer.label)
     )
     for version_id, label, moved_by in rows:
-        labels[version_id][label] = ChangeRequestRef.model_validate_json(moved_by) if moved_by else None
+        labels[version_id][label] = moved_by
     return labels
 
 

@@ -6,8 +6,9 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
+from api.approvals import ChangeRequestRef
 from service.orgs.models import OrganizationRow
-from service.storage.db import Base, UTCDateTime, utcnow
+from service.storage.db import Base, UTCDateTime, WireJSON, utcnow
 from service.storage.ids import new_id
 
 
@@ -79,5 +80,5 @@ class RegistryArtifactLabelRow(Base):
     label: Mapped[str] = mapped_column(String(40), primary_key=True)
     version_id: Mapped[str] = mapped_column(ForeignKey("registry_artifact_versions.id", ondelete="CASCADE"))
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
-    # The approved change request that made its last move, if one did.
-    change_request_id: Mapped[str | None] = mapped_column(String(40))
+    # The approved change request that made its last move, if one did, as it was applied.
+    change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))

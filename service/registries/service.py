@@ -3,18 +3,23 @@
 Reads take `reader_org_id`: the organization of the caller's key, or None without a key. Public
 registries are readable by anyone; a private one only with a key of its organization (no key: 401;
 another organization's key: 404, as if it did not exist).
+
+A registry's protected labels move only by an approved change request, which the label then names
+(`change_request`, kept with it as it was applied).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
 from sqlalchemy import Select, bindparam, case, func, select
 from sqlalchemy.orm import Session
 
+from api.approvals import ChangeRequestRef
 from api.common import Page
 from api.registries import (
     LATEST_LABEL,
@@ -32,8 +37,7 @@ from api.registries import (
     content_type,
     template_variables,
 )
-from service.changes.protection import require_review_of_labels
-from service.errors import AlreadyExists, InvalidInput, NotFound
+from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
 from service.http.etags import TaggedJson, tagged_json
 from service.orgs.models import OrganizationRow
 from service.redaction.objects import restored
@@ -166,7 +170,7 @@ def publish(session: Session, *, org_id: str, request: PublishArtifact) -> Publi
     """
     ref, name, content, version = request.registry_ref, request.name, request.content, request.version
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
-    require_review_of_labels(registry, request.labels)
+    _require_review_of_labels(registry, request.labels)
     artifact = session.scalar(
         select(RegistryArtifactRow).where(
             RegistryArtifactRow.registry_id == registry.id, RegistryArtifactRow.name == name
@@ -261,17 +265,17 @@ def _add_version(
 
 
 def move_label(
-    session: Session, *, org_id: str, request: MoveLabel, change_request_id: str | None = None
+    session: Session, *, org_id: str, request: MoveLabel, change_request: ChangeRequestRef | None = None
 ) -> ArtifactVersion:
     """Point the label at the version of the artifact, taking it off any other version. A protected
-    label moves only by an approved change request (`change_request_id`, which the label names)."""
+    label moves only by an approved change request (`change_request`, which the label names)."""
     ref, name = request.registry_ref, request.name
     registry = owned_registry(session, org_id=org_id, ref=ref, lock=True)
-    if change_request_id is None:
-        require_review_of_labels(registry, [request.label])
+    if change_request is None:
+        _require_review_of_labels(registry, [request.label])
     artifact = find_artifact(session, registry, ref, name)
     row = find_version(session, artifact, request.version)
-    _point_label(session, artifact.id, request.label, row.id, change_request_id=change_request_id)
+    _point_label(session, artifact.id, request.label, row.id, change_request=change_request)
     session.flush()
     return version_record(ref, name, row, labels_of_versions(session, [row.id])[row.id])
 
@@ -308,7 +312,12 @@ def content_text(row: RegistryArtifactVersionRow) -> str:
 
 
 def _point_label(
-    session: Session, artifact_id: str, label: str, version_id: str, *, change_request_id: str | None = None
+    session: Session,
+    artifact_id: str,
+    label: str,
+    version_id: str,
+    *,
+    change_request: ChangeRequestRef | None = None,
 ) -> None:
     """Move the label, naming the change request that moved it (None: moved directly)."""
     row = session.get(RegistryArtifactLabelRow, (artifact_id, label))
@@ -318,13 +327,24 @@ def _point_label(
                 artifact_id=artifact_id,
                 label=label,
                 version_id=version_id,
-                change_request_id=change_request_id,
+                change_request=change_request,
             )
         )
     elif row.version_id != version_id:
         row.version_id = version_id
         row.updated_at = utcnow()
-        row.change_request_id = change_request_id
+        row.change_request = change_request
+
+
+def _require_review_of_labels(registry: RegistryRow, labels: Iterable[str]) -> None:
+    """The rule that sends a label's move to review: a protected label of the registry."""
+    protected = sorted(set(labels) & set(registry.protected_labels or ()))
+    if protected:
+        raise ApprovalRequired(
+            rule=f"Label '{protected[0]}' of registry '{registry.org.slug}/{registry.name}' is protected",
+            kind="label",
+            field="label" if len(protected) == 1 else "labels",
+        )
 
 
 # -- reading ------------------------------------------------------------------------------

@@ -10,7 +10,18 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, DateTime, MetaData, create_engine, event, func, literal_column, text
+from pydantic import BaseModel
+from sqlalchemy import (
+    JSON,
+    ColumnElement,
+    DateTime,
+    MetaData,
+    create_engine,
+    event,
+    func,
+    literal_column,
+    text,
+)
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Engine, make_url
 from sqlalchemy.exc import DisconnectionError, IntegrityError
@@ -60,6 +71,24 @@ class UTCDateTime(TypeDecorator[datetime]):
         if value is None:
             return None
         return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+class WireJSON(TypeDecorator[BaseModel]):
+    """A wire record kept as its wire JSON (what the API answers of it), read back as the record;
+    None is SQL's NULL."""
+
+    impl = JSON(none_as_null=True)
+    cache_ok = True
+
+    def __init__(self, model: type[BaseModel]) -> None:
+        super().__init__()
+        self.model = model
+
+    def process_bind_param(self, value: BaseModel | None, dialect: Any) -> dict[str, Any] | None:
+        return None if value is None else value.model_dump(mode="json", by_alias=True)
+
+    def process_result_value(self, value: dict[str, Any] | None, dialect: Any) -> BaseModel | None:
+        return None if value is None else self.model.model_validate(value)
 
 
 def utcnow() -> datetime:

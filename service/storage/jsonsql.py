@@ -40,6 +40,12 @@ def model_json_of(dialect: str, model: type[BaseModel], columns: Any, **values: 
     return model_json(dialect, model, fields)
 
 
+def stored_json(dialect: str, column: ColumnElement[Any]) -> ColumnElement[Any]:
+    """A JSON column's value, to nest: SQLite keeps JSON as text, which json() makes a value rather
+    than a string (and null stays null)."""
+    return column if dialect == "postgresql" else func.json(column)
+
+
 def wire_timestamp(dialect: str, timestamp: ColumnElement[datetime]) -> ColumnElement[str]:
     """A stored UTC timestamp as api.common.format_timestamp writes it: ISO 8601 to the millisecond,
     cut rather than rounded, with a Z; null stays null."""

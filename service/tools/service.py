@@ -16,8 +16,8 @@ from api.tools import (
     ToolDeployment,
     UpdateTool,
 )
-from service.changes.protection import require_review_of_environment
 from service.environments.models import EnvironmentRow
+from service.environments.protection import require_review_of_environment
 from service.environments.service import find_environment_by_name
 from service.errors import AlreadyExists, InvalidInput, NotFound
 from service.events.hooks import Hook

@@ -6,7 +6,8 @@ from typing import Any
 from sqlalchemy import JSON, ForeignKey, Index, String
 from sqlalchemy.orm import Mapped, mapped_column
 
-from service.storage.db import Base, UTCDateTime, utcnow
+from api.approvals import ChangeRequestRef
+from service.storage.db import Base, UTCDateTime, WireJSON, utcnow
 from service.storage.ids import new_id
 
 
@@ -38,5 +39,6 @@ class AuditEventRow(Base):
     target_name: Mapped[str | None] = mapped_column(String(300))
     request_id: Mapped[str | None] = mapped_column(String(128))
     changes: Mapped[dict[str, Any]] = mapped_column(JSON, default=dict)
-    # A change applied by an approved change request: the request (its approvers are its reviews).
-    change_request_id: Mapped[str | None] = mapped_column(String(40))
+    # A change applied by an approved change request: the request, its requester and the approvals
+    # that applied it.
+    change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))

@@ -13,7 +13,8 @@ stored) leaves none: only a net change of a row counts as a write, not an attrib
 value it had.
 
 A change applied by an approved change request is on record as its direct call would be
-(`record_applied`): the same action, target and fields, its requester the actor, naming the request.
+(`record_applied`): the same action, target and fields, its requester the actor, naming the request
+and the approvals that applied it, as they were then.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from sqlalchemy import event, insert
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from api.approvals import Requester
+from api.approvals import ChangeRequestRef
 from api.common import Request
 from service.redaction.logs import redact_urls
 from service.redaction.objects import REDACTED, shown
@@ -76,8 +77,7 @@ def record_applied(
     session: Session,
     *,
     org_id: str,
-    requester: Requester,
-    change_request_id: str,
+    change_request: ChangeRequestRef,
     action: str,
     result: Any,
     body: Request | None,
@@ -85,6 +85,7 @@ def record_applied(
 ) -> None:
     """Add the event of a change an approved change request applied: `action` with `body`
     answering `result`, as its direct call would have recorded it, with the requester as its actor."""
+    requester = change_request.requested_by
     who = {
         "actor_key_id": requester.key_id,
         "actor_key_name": requester.key_name,
@@ -92,9 +93,7 @@ def record_applied(
         "actor_member_email": requester.email,
     }
     changes = _redacted(body) if body is not None else {}
-    _append(
-        session, org_id, None, who, action, result, changes, request_id, change_request_id=change_request_id
-    )
+    _append(session, org_id, None, who, action, result, changes, request_id, change_request=change_request)
 
 
 def _append(
@@ -107,7 +106,7 @@ def _append(
     changes: dict[str, Any],
     request_id: str | None,
     *,
-    change_request_id: str | None = None,
+    change_request: ChangeRequestRef | None = None,
 ) -> None:
     target_type, target_id, target_name = _target(result, org_id, org_name)
     # A plain INSERT on the session's connection: the unit of work would cost a write a third more.
@@ -124,7 +123,7 @@ def _append(
             "target_name": target_name,
             "request_id": request_id,
             "changes": changes,
-            "change_request_id": change_request_id,
+            "change_request": change_request,
         },
     )
 

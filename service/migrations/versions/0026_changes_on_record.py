@@ -1,5 +1,7 @@
 """reviewed changes on record: the environment governing a request, approvals not counted, and the
-change request named by what it made (audit events, deployment jobs, labels, policy versions)
+change request kept by what it made (audit events, deployment jobs, labels, policy versions): its
+reference as the API answers it (id, requester, the approvals that applied it), written when the
+change is applied, since those never change afterwards
 
 Revision ID: 0026_changes_on_record
 Revises: 0025_audit_truncate_guard
@@ -19,10 +21,10 @@ depends_on = "0006_providers_governance"
 COLUMNS = (
     ("change_requests", sa.Column("environment_id", sa.String(length=40), nullable=True)),
     ("change_reviews", sa.Column("not_counted_because", sa.String(length=500), nullable=True)),
-    ("audit_events", sa.Column("change_request_id", sa.String(length=40), nullable=True)),
-    ("deployment_jobs", sa.Column("change_request_id", sa.String(length=40), nullable=True)),
-    ("registry_artifact_labels", sa.Column("change_request_id", sa.String(length=40), nullable=True)),
-    ("governance_policy_versions", sa.Column("change_request_id", sa.String(length=40), nullable=True)),
+    ("audit_events", sa.Column("change_request", sa.JSON(), nullable=True)),
+    ("deployment_jobs", sa.Column("change_request", sa.JSON(), nullable=True)),
+    ("registry_artifact_labels", sa.Column("change_request", sa.JSON(), nullable=True)),
+    ("governance_policy_versions", sa.Column("change_request", sa.JSON(), nullable=True)),
 )
 
 

@@ -1,9 +1,11 @@
-"""The rules that send a direct call to review: each area's write checks them before changing
-anything, unless it is applying an approved change request (given its `change_request_id`)."""
+"""What a protected environment guards: the rules that send a direct call to review. Each write to
+an environment, its secrets, its signing key, its tool deployment records and each deployment to it
+checks them before changing anything, unless it is applying an approved change request (given the
+request it applies, or `reviewed=True`)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, NamedTuple
 
 from pydantic.alias_generators import to_camel
@@ -12,8 +14,6 @@ from sqlalchemy.orm import Session
 
 from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import ApprovalRequired
-from service.orgs.models import OrganizationRow
-from service.registries.models import RegistryRow
 
 
 def require_review_of_deployment(environment: EnvironmentRow) -> None:
@@ -120,28 +120,3 @@ def require_review_of_secret(
 def _approvals(environment: EnvironmentRow) -> str:
     count = environment.required_approvals
     return "1 approval" if count == 1 else f"{count} approvals"
-
-
-def require_review_of_labels(registry: RegistryRow, labels: Iterable[str]) -> None:
-    protected = sorted(set(labels) & set(registry.protected_labels or ()))
-    if protected:
-        raise ApprovalRequired(
-            rule=f"Label '{protected[0]}' of registry '{registry.org.slug}/{registry.name}' is protected",
-            kind="label",
-            field="label" if len(protected) == 1 else "labels",
-        )
-
-
-def policy_approval_required(session: Session, *, org_id: str) -> bool:
-    return bool(
-        session.scalar(select(OrganizationRow.policy_approval_required).where(OrganizationRow.id == org_id))
-    )
-
-
-def require_review_of_policies(session: Session, *, org_id: str) -> None:
-    if policy_approval_required(session, org_id=org_id):
-        raise ApprovalRequired(
-            rule="This organization requires approval of new policies and policy changes",
-            kind="policy",
-            field="orgSlug",
-        )
