@@ -1,6 +1,6 @@
 """The layers stay apart: api/ stands alone and has no import circle; service/ and the console never
 import each other (the console reaches the service only through the client); the service borrows
-nothing of the client but to seed demo data."""
+nothing of the client but to seed demo data; the packages of service/ form no circle."""
 
 from __future__ import annotations
 
@@ -156,6 +156,30 @@ def test_the_service_uses_no_client_but_to_seed_demo_data() -> None:
     ]
     assert found == []
     assert client_imports(ROOT / "service" / "runtime" / "embedded.py")  # the check sees an import where there is one
+
+
+def service_package_graph() -> dict[str, set[str]]:
+    """Which package (or top-level module) of service/ imports which: service.http, service.app…"""
+
+    def package(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    graph: dict[str, set[str]] = {}
+    for path in modules_of("service"):
+        if "migrations" in path.parts:
+            continue
+        source = package(module_name(path))
+        targets = {package(module) for module in imported_modules(path) if top_level(module) == "service"}
+        graph.setdefault(source, set()).update(targets - {source, "service"})
+    return graph
+
+
+def test_no_package_of_the_service_reaches_back_up() -> None:
+    # An area never imports one above it: the change requests sit above the areas they apply, the
+    # deployments above agents, tools and environments; a lower area announces a hook instead.
+    graph = service_package_graph()
+    assert "service.deployments" in graph["service.changes"] and "service.http" in graph["service.agents"]
+    assert find_cycle(graph) is None
 
 
 def test_api_has_no_import_cycle() -> None:
