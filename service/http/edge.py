@@ -10,12 +10,13 @@ message of its answer, and each read the headers again.
 
 from __future__ import annotations
 
+from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from service.errors import Unauthorized
 from service.http.auth import ANONYMOUS, STATE_KEY, Authenticated, Authentication, presented_credential
 from service.http.bodylimit import BodyLimit
-from service.http.errors import send_error
+from service.http.errors import send_database_lost, send_error
 from service.http.inputguard import Refusal, guarded_receive
 from service.http.ratelimit import Limiter, identity_of
 from service.http.requestid import HEADER as REQUEST_ID_HEADER
@@ -95,7 +96,13 @@ class EdgeMiddleware:
         if guarded is None:  # the client went away
             return
         if credential is not None:
-            authenticated = await self.authentication.resolve(credential)
+            try:
+                authenticated = await self.authentication.resolve(credential)
+            except DBAPIError as lost:
+                if not lost.connection_invalidated:
+                    raise
+                await send_database_lost(send, scope, lost)
+                return
         scope.setdefault("state", {})[STATE_KEY] = authenticated
         await self.app(scope, guarded, send)
         await self.authentication.after_response(authenticated)

@@ -12,7 +12,7 @@ from fastapi.exceptions import RequestValidationError
 from sqlalchemy.exc import DBAPIError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.responses import Response
-from starlette.types import Send
+from starlette.types import Scope, Send
 
 from service.errors import ServiceError
 from service.http.routeindex import app_routes
@@ -138,8 +138,16 @@ async def _database_error(request: Request, exc: Exception) -> Response:
     if not exc.connection_invalidated:
         return await _unexpected_error(request, exc)
     logger.warning("Lost the database connection on %s %s: %s", request.method, request.url.path, exc.orig)
-    message = "The connection to the database was lost while handling this request; retry it"
-    return error_response(503, message, "database_unavailable", headers={"Retry-After": "1"})
+    return error_response(503, DATABASE_LOST, "database_unavailable", headers={"Retry-After": "1"})
+
+
+DATABASE_LOST = "The connection to the database was lost while handling this request; retry it"
+
+
+async def send_database_lost(send: Send, scope: Scope, exc: DBAPIError) -> None:
+    """The same answer, from the edge, for a connection dropped while it resolved the caller."""
+    logger.warning("Lost the database connection on %s %s: %s", scope["method"], scope["path"], exc.orig)
+    await send_error(send, 503, DATABASE_LOST, "database_unavailable", headers=[(b"retry-after", b"1")])
 
 
 def install_error_handlers(app: FastAPI) -> None:
