@@ -36,7 +36,7 @@ def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, d
     event, the body sent and all eight attempts with their answers, labelled as demo data."""
     page.set_viewport_size({"width": 1440, "height": 1600})
     open_page(page, console_url, "notifications", "Deliveries")
-    dead = _demo_dead_delivery(database_url)
+    dead, event_type = _demo_dead_delivery(database_url)
     page.get_by_role("combobox", name="State").click()
     page.get_by_role("option", name="dead").click()
     page.keyboard.press("Escape")
@@ -54,20 +54,22 @@ def test_a_delivery_opens_from_the_table_with_every_attempt(page, console_url, d
     assert page.get_by_text("Demo data: made-up history").first.is_visible()
     assert page.get_by_text("Resend").first.is_visible()
     assert "next attempt" not in page.get_by_text(f"message {dead}").first.inner_text()
-    page.get_by_text('"type": "deployment.complete"').first.wait_for(timeout=30_000)  # the body sent
+    page.get_by_text(f'"type": "{event_type}"').first.wait_for(timeout=30_000)  # the body sent
     assert page.locator("[data-testid=stException]").count() == 0
     shoot(page, "notifications-delivery")
 
 
-def _demo_dead_delivery(database_url: str) -> str:
+def _demo_dead_delivery(database_url: str) -> tuple[str, str]:
+    """The dead delivery's id and its event's type, which the demo's history draws by the day."""
     db = Database(database_url)
     try:
         with db.session() as session:
             query = (
-                select(DeliveryRow.id)
+                select(DeliveryRow.id, DeliveryRow.event_type)
                 .join(OrganizationRow, OrganizationRow.id == DeliveryRow.org_id)
                 .where(OrganizationRow.slug == "demo", DeliveryRow.status == "dead")
             )
-            return session.scalars(query).one()
+            dead, event_type = session.execute(query).one()
+            return dead, event_type
     finally:
         db.dispose()
