@@ -49,6 +49,7 @@ DIRECT_CALLS = {
 }
 MAX_REQUIRED_APPROVALS = 5
 DEFAULT_TTL_DAYS = 7
+REQUEST_TTL_MAX_DAYS = 365
 Reason = Trimmed(2000)
 
 
@@ -216,7 +217,7 @@ class OrgSettingsUpdate(OrgScoped):
     """Only the fields sent change."""
 
     policy_approval_required: Patch[bool] = None
-    change_request_ttl_days: Patch[WholeNumber(1, 365)] = None
+    change_request_ttl_days: Patch[WholeNumber(1, REQUEST_TTL_MAX_DAYS)] = None
 
 
 class ChangeRequestsResource(Resource):

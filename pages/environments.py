@@ -7,6 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
+from api.changes import MAX_REQUIRED_APPROVALS
 from api.common import MAX_PAGE_SIZE
 from api.environments import Environment, Secret
 from components import layout
@@ -16,6 +17,7 @@ from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
 from components.permissions import control
+from components.protection import PROTECTED_ICON, approvals, badge
 from components.tables import chosen_row, open_linked, select
 
 TARGETS = {"builtin": "Built-in (recorded by Orgdeck)", "webhook": "Webhook (a signed manifest is POSTed)"}
@@ -113,6 +115,7 @@ def settings_panel(environment: Environment) -> None:
                 fields.show(error, "save the environment")
             else:
                 notify(f"Saved **{environment.name}**.")
+    protection_panel(environment)
     warning = (
         f"Delete **{environment.name}** and its {environment.secret_count} secrets? "
         "Its tool deployment records go too. This cannot be undone."
@@ -129,6 +132,37 @@ def settings_panel(environment: Environment) -> None:
             show_error(error, "delete the environment")
         else:
             notify(f"Deleted environment **{environment.name}**.")
+
+
+def protection_panel(environment: Environment) -> None:
+    """Whether deployments here (and changes to where they go and what they carry) wait for
+    approval, and how many approvals: an admin's direct act, never itself a change request."""
+    st.markdown("**Protection**")
+    with st.form(f"protect_environment_{environment.id}"):
+        protected = st.toggle(
+            "Protected: deployments and changes to its target and secrets need approval",
+            value=environment.protected,
+            key=f"edit_protected_{environment.id}",
+        )
+        required = st.number_input(
+            "Approvals needed",
+            min_value=1,
+            max_value=MAX_REQUIRED_APPROVALS,
+            value=environment.required_approvals,
+            step=1,
+            key=f"edit_required_approvals_{environment.id}",
+            help=f"Members other than the requester who must approve, 1 to {MAX_REQUIRED_APPROVALS}.",
+        )
+        if st.form_submit_button("Save protection", **control("updateEnvironment", at_least="admin")):
+            try:
+                saved = orgdeck.environments.update(
+                    environment.id, protected=protected, required_approvals=int(required)
+                )
+            except ApiError as error:
+                show_error(error, "save the protection")
+            else:
+                state = badge(saved) or "not protected: deployments run directly"
+                notify(f"**{plain(saved.name)}** is {state}.")
 
 
 def signing_key_panel(environment: Environment) -> None:
@@ -223,6 +257,7 @@ def overview_table(environments: list[Environment]) -> str | None:
             {
                 "Name": e.name,
                 "Target": e.target,
+                "Protection": badge(e),
                 "Secrets": e.secret_count,
                 "Signing key": ("set" if e.signing_key_created_at else "missing")
                 if e.target == "webhook"
@@ -268,6 +303,11 @@ create_form(expanded=not environments)
 if chosen_id is not None:
     chosen = next(e for e in environments if e.id == chosen_id)
     st.subheader(chosen.name, divider="gray")
+    if chosen.protected:
+        st.markdown(
+            f"{PROTECTED_ICON} **{badge(chosen)}**: deployments here run once "
+            f"{approvals(chosen.required_approvals)} from other members are in (Changes page)."
+        )
     secrets_col, settings_col = layout.panes("environment", 2)
     with secrets_col:
         st.markdown(f"**Secrets of `{chosen.name}`**")

@@ -9,6 +9,7 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
+from api.changes import REQUEST_TTL_MAX_DAYS
 from api.members import ROLE_DESCRIPTIONS, ROLES, Member
 from components.confirm import confirmed
 from components.connection import client, current
@@ -43,6 +44,35 @@ def add_member_form() -> None:
                 fields.clear()
                 select(TABLE, added.id)
                 notify(f"Added **{plain(added.name)}** as {added.role}.")
+
+
+def review_settings() -> None:
+    """The organization's settings of reviewed changes: whether policies need approval, and how
+    long an open change request waits before it expires. Admins change them; everyone sees them."""
+    saved = load("read the organization's settings", orgdeck.settings.get)
+    approval = "policies need approval" if saved.policy_approval_required else "policies apply directly"
+    title = f"Reviewed changes: {approval}, requests expire after {saved.change_request_ttl_days} days"
+    with st.expander(title, icon=":material/approval:"), st.form("review_settings"):
+        required = st.toggle(
+            "New policies and policy changes need another member's approval",
+            value=saved.policy_approval_required,
+            key="settings_policy_approval",
+        )
+        days = st.number_input(
+            "Days an open change request waits before it expires",
+            min_value=1,
+            max_value=REQUEST_TTL_MAX_DAYS,
+            value=saved.change_request_ttl_days,
+            step=1,
+            key="settings_request_ttl_days",
+        )
+        if st.form_submit_button("Save settings", **control("updateSettings")):
+            try:
+                orgdeck.settings.update(policy_approval_required=required, change_request_ttl_days=int(days))
+            except ApiError as error:
+                show_error(error, "save the settings")
+            else:
+                notify("Saved the settings of reviewed changes.")
 
 
 def member_table(members: list[Member], keys_of: Counter[str]) -> str | None:
@@ -114,6 +144,7 @@ st.caption(
     "admins also manage members and everyone's keys."
 )
 show_notice()
+review_settings()
 add_member_form()
 show_inactive = st.toggle("Show deactivated members", key=SHOW_INACTIVE)
 members = load("list the members", lambda: orgdeck.members.list(include_inactive=show_inactive)).items

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
-from api.registries import Registry
+from api.registries import PRODUCTION_LABEL, Registry
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
@@ -42,6 +42,7 @@ def registry_table(registries: list[Registry]) -> str | None:
                 "Visibility": r.visibility,
                 "Artifacts": r.artifact_count,
                 "Versions": r.version_count,
+                "Protected labels": ", ".join(r.protected_labels),
                 "Description": r.description,
                 "Created": ago(r.created_at),
             }
@@ -69,6 +70,29 @@ def create_registry_form() -> None:
                 fields.clear()
                 select(TABLE, created.registry_ref)
                 notify(f"Created registry **{plain(created.registry_ref)}**.")
+
+
+def protection_section(registry: Registry) -> None:
+    """Which labels move only through approved change requests: an admin's direct act."""
+    labels = sorted({PRODUCTION_LABEL, "staging", *registry.protected_labels})
+    with st.form(f"protect_labels_{registry.registry_ref}"):
+        chosen = st.multiselect(
+            "Protected labels",
+            labels,
+            default=registry.protected_labels,
+            accept_new_options=True,
+            placeholder="None: every label moves directly",
+            key=f"protected_labels_{registry.registry_ref}",
+            help="A move of one of these labels opens a change request that another member approves.",
+        )
+        if st.form_submit_button("Save protected labels", **control("updateRegistry")):
+            try:
+                saved = orgdeck.registries.update(registry.registry_ref, protected_labels=chosen)
+            except ApiError as error:
+                show_error(error, "protect the labels")
+            else:
+                protected = ", ".join(f"`{label}`" for label in saved.protected_labels) or "none"
+                notify(f"Protected labels of **{plain(saved.registry_ref)}**: {protected}.")
 
 
 def delete_section(registry: Registry) -> None:
@@ -118,6 +142,9 @@ else:
     selected = next(r for r in live if r.registry_ref == ref)
     st.subheader(selected.registry_ref, divider="gray")
     artifact_browser(selected)
+    locked = ", ".join(selected.protected_labels)
+    with st.expander(f"Protected labels: {locked or 'none'}", icon=":material/lock:"):
+        protection_section(selected)
     with st.expander("Delete this registry"):
         delete_section(selected)
 

@@ -19,6 +19,7 @@ from components.deployments.preview import FOLLOWING, PREVIEW, WATCHED, show_pre
 from components.deployments.tabs import open_jobs
 from components.feedback import load, show_error
 from components.forms import FormFields, InvalidField, json_object
+from components.protection import PROTECTED_ICON, badge
 
 POLL_SECONDS = 1.0
 AGENTS, FLEET = "Agents", "A fleet"
@@ -120,13 +121,21 @@ def deploy_tab(environments: list[Environment]) -> None:
     tools = load("list tools", lambda: client().tools.list(limit=MAX_PAGE_SIZE)).items
     fields = FormFields("deployment")
     environment_col, scope_col = layout.fields("deploy_target", 2)
+    badges = {environment.id: badge(environment) for environment in environments}
     environment_id = environment_col.selectbox(
         "Environment",
         list(names),
-        format_func=lambda e: f"{names[e]} (webhook)" if e in webhooks else names[e],
+        format_func=lambda e: " · ".join(
+            part for part in (names[e], "webhook" if e in webhooks else "", badges[e]) if part
+        ),
         key="deploy_environment",
     )
     fields.slot("environmentId", where=environment_col)
+    if badges.get(environment_id):
+        environment_col.caption(
+            f"{PROTECTED_ICON} {badges[environment_id]}: deploying here opens a change request that "
+            "runs once other members approve it."
+        )
     scope = scope_col.segmented_control(
         "Deploy", [AGENTS, FLEET], default=AGENTS, required=True, key="deploy_scope"
     )

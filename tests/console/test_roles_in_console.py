@@ -22,11 +22,13 @@ CONTROLS: dict[str, dict[str, str]] = {
         "Add member": "createMember",
         "Change role": "updateMember",
         "Deactivate member…": "deactivateMember",
+        "Save settings": "updateSettings",
     },
     "pages/api_keys.py": {"Create key": "createApiKey", "Revoke key…": "revokeApiKey"},
     "pages/environments.py": {
         "Create environment": "createEnvironment",
         "Save changes": "updateEnvironment",
+        "Save protection": "updateEnvironment",
         "Delete environment…": "deleteEnvironment",
         "Save secret": "setSecret",
         "Create signing key": "createSigningKey",
@@ -50,6 +52,7 @@ CONTROLS: dict[str, dict[str, str]] = {
         "Create registry": "createRegistry",
         "Publish": "publishArtifact",
         "Move label": "moveLabel",
+        "Save protected labels": "updateRegistry",
         "Delete registry…": "deleteRegistry",
     },
     "pages/governance.py": {
@@ -73,6 +76,9 @@ CONTROLS: dict[str, dict[str, str]] = {
     },
     "pages/deployments.py": {"Save": "updateDeploymentSettings"},
 }
+# Controls that ask more than their operation's least role: revoking a service key, and changing
+# an environment's protection rules, need an admin.
+ADMIN_ONLY = {"Revoke key…", "Save protection"}
 NEEDS = re.compile(r"^Needs the (\w+) role; you are an? (\w+)\.$")
 
 
@@ -125,7 +131,7 @@ def test_write_controls_are_disabled_exactly_below_their_least_role(server, furn
             assert label in buttons, (role, page, label, sorted(buttons))
             button = buttons[label]
             needed = least[operation]
-            if label == "Revoke key…":  # a service key: revoking it needs an admin
+            if label in ADMIN_ONLY:
                 needed = "admin"
             if role_at_least(role, needed):
                 assert not (button.help or "").startswith("Needs the"), (role, page, label, button.help)
