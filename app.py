@@ -14,6 +14,7 @@ import streamlit as st
 from api import ApiError, OrgdeckClient
 from api.system import Caller
 from components import layout
+from components.changes.waiting import menu_title
 from components.connection import Connection, forget_client, set_connection
 from components.feedback import explain, plain
 
@@ -112,6 +113,8 @@ def _sign_out(connection: Connection) -> None:
     set_connection(None)
 
 
+connection = _connect()
+set_connection(connection)
 MENU: dict[str, list[st.Page]] = {
     "Organization": [
         st.Page("pages/overview.py", title="Overview", icon=":material/dashboard:", default=True),
@@ -122,7 +125,7 @@ MENU: dict[str, list[st.Page]] = {
         st.Page("pages/agents.py", title="Agents", icon=":material/robot_2:"),
         st.Page("pages/fleets.py", title="Fleets", icon=":material/hub:"),
         st.Page("pages/deployments.py", title="Deployments", icon=":material/rocket_launch:"),
-        st.Page("pages/changes.py", title="Changes", icon=":material/approval:"),
+        st.Page("pages/changes.py", title=menu_title(connection), icon=":material/approval:"),
     ],
     "Prompts": [
         st.Page("pages/registries.py", title="Registries", icon=":material/library_books:"),
@@ -171,8 +174,6 @@ def _who(caller: Caller) -> str:
     return f"{caller.member.name} ({caller.member.email})"
 
 
-connection = _connect()
-set_connection(connection)
 navigation = st.navigation(MENU, position="hidden")
 layout.install()
 _sidebar(connection)

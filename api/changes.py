@@ -242,14 +242,18 @@ class ChangeRequestsResource(Resource):
         kind: str | None = None,
         limit: int | None = None,
         cursor: str | None = None,
+        awaiting_my_review: bool = False,
         org_slug: str | None = None,
     ) -> Page[ChangeRequest]:
+        """Change requests, newest first; `awaiting_my_review`: the open ones this key's member may
+        approve now."""
         params = {
             "orgSlug": self._org(org_slug),
             "status": status,
             "kind": kind,
             "limit": limit,
             "cursor": cursor,
+            "awaitingMyReview": "true" if awaiting_my_review else None,
         }
         return Page[ChangeRequest].model_validate(
             self._client.request("GET", "/change-requests", params=params)

@@ -7,10 +7,12 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
-from api.changes import MAX_REQUIRED_APPROVALS
+from api.changes import MAX_REQUIRED_APPROVALS, ChangeRequest
 from api.common import MAX_PAGE_SIZE
 from api.environments import Environment, Secret
 from components import layout
+from components.changes.waiting import REQUEST_QUERY, open_requests, pending_for
+from components.changes.wording import KIND_LABELS, approvals_text, requester
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
@@ -165,6 +167,24 @@ def protection_panel(environment: Environment) -> None:
                 notify(f"**{plain(saved.name)}** is {state}.")
 
 
+def pending_notice(pending: list[ChangeRequest]) -> None:
+    """What waits for review here, so nobody asks twice or changes it under a reviewer's feet."""
+    for request in pending:
+        with st.container(horizontal=True, vertical_alignment="center"):
+            st.info(
+                f"**{KIND_LABELS[request.kind]} waiting for review:** {plain(request.reason)} "
+                f"(asked by {plain(requester(request))} {ago(request.created_at)}, {approvals_text(request)})",
+                icon=":material/pending_actions:",
+                width="stretch",
+            )
+            st.page_link(
+                "pages/changes.py",
+                label="Review it",
+                query_params={REQUEST_QUERY: request.id},
+                width="content",
+            )
+
+
 def signing_key_panel(environment: Environment) -> None:
     """A webhook target's signing key: made or replaced here, its value shown this once."""
     st.markdown("**Signing key**")
@@ -303,6 +323,7 @@ create_form(expanded=not environments)
 if chosen_id is not None:
     chosen = next(e for e in environments if e.id == chosen_id)
     st.subheader(chosen.name, divider="gray")
+    pending_notice(pending_for(load("list open change requests", open_requests), chosen.id))
     if chosen.protected:
         st.markdown(
             f"{PROTECTED_ICON} **{badge(chosen)}**: deployments here run once "

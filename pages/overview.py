@@ -8,10 +8,13 @@ from datetime import UTC, datetime, time, timedelta
 import streamlit as st
 from streamlit.delta_generator import DeltaGenerator
 
+from api.changes import ChangeRequest
 from api.common import MAX_PAGE_SIZE
 from api.deployments import AgentStatus, DeploymentJob
 from api.environments import Environment
 from api.notifications import Channel, LogEntry
+from components.changes.waiting import REQUEST_QUERY, awaiting_me
+from components.changes.wording import KIND_LABELS, approvals_text, requester
 from components.charts import STATE_LABELS
 from components.connection import client, current
 from components.feedback import load, plain
@@ -22,7 +25,7 @@ PAIR_STATES = ("drifted", "stale", "error")
 SHOWN = 3
 PAIRS_READ = 20  # agents with pairs needing attention read for the list; the counts cover them all
 TILE_WIDTH = 222
-DEPLOYMENTS, NOTIFICATIONS = "pages/deployments.py", "pages/notifications.py"
+DEPLOYMENTS, NOTIFICATIONS, CHANGES = "pages/deployments.py", "pages/notifications.py", "pages/changes.py"
 
 connection = current()
 orgdeck = client()
@@ -89,9 +92,19 @@ def delivery_line(entry: LogEntry) -> str:
 
 Item = tuple[str, str, str, dict[str, str | list[str]] | None, str]  # icon, text, page, query, link
 ERROR, WARNING = ":red[:material/error:]", ":orange[:material/warning:]"
+REVIEW = ":blue[:material/approval:]"
+
+
+def review_line(request: ChangeRequest) -> str:
+    return (
+        f"**{KIND_LABELS[request.kind]} · {plain(request.target)}** waits for your review: "
+        f"asked by {plain(requester(request))} {ago(request.created_at)} ({plain(request.reason[:140])}), "
+        f"{approvals_text(request)}"
+    )
 
 
 def attention(
+    awaiting: list[ChangeRequest],
     environments: list[Environment],
     channels: list[Channel],
     pairs: list[AgentStatus],
@@ -99,7 +112,10 @@ def attention(
     dead: list[LogEntry],
 ) -> None:
     names = {environment.id: environment.name for environment in environments}
-    items: list[Item] = []
+    items: list[Item] = [
+        (REVIEW, review_line(request), CHANGES, {REQUEST_QUERY: request.id}, "Review it")
+        for request in awaiting
+    ]
     for environment in environments:
         if environment.target == "webhook" and environment.signing_key_created_at is None:
             text = (
@@ -131,8 +147,8 @@ def attention(
     st.subheader("What needs attention")
     if not items:
         st.success(
-            f"Nothing: no failed deployments or dead deliveries in the last {WINDOW_DAYS} days, and "
-            "every agent runs what it should.",
+            f"Nothing: no change waits for your review, no failed deployments or dead deliveries in "
+            f"the last {WINDOW_DAYS} days, and every agent runs what it should.",
             icon=":material/check_circle:",
         )
         return
@@ -231,7 +247,8 @@ tile(
     help="Agents in an environment whose last deployment failed.",
 )
 
-attention(environments, channels, pairs, failed_jobs, dead)
+awaiting = load("list the changes waiting for your review", awaiting_me)
+attention(awaiting, environments, channels, pairs, failed_jobs, dead)
 
 health = load("check the service's health", orgdeck.health)
 st.divider()

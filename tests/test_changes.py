@@ -675,3 +675,30 @@ def test_what_a_request_made_keeps_naming_it_without_the_request(client, team, o
     for request, made in zip(opened, (deployment, label, policy), strict=True):
         [event] = applied_events(client, request.id)
         assert named(event.change_request) == made
+
+
+def test_awaiting_my_review_lists_what_the_caller_may_approve_now(client, team, production, org):
+    ana = team.member("ana", "operator")
+    ben = team.member("ben", "operator")
+    cleo = team.member("cleo", "author")
+    # Another key of ana's own: her requests are hers whichever key opened them.
+    ana_laptop = team.admin.api_keys.create("ana-laptop", member_id=team.member_ids["ana"]).key
+    payload = {"environmentId": production, "agentStableKeys": ["triage"]}
+    first = ana.change_requests.open("deployment", payload, "Release 1").id
+    second = ana.change_requests.open("deployment", payload, "Release 2").id
+    cancelled = ana.change_requests.open("deployment", payload, "Release 3").id
+    ana.change_requests.cancel(cancelled)
+
+    def awaiting(member: OrgdeckClient) -> list[str]:
+        return [r.id for r in member.change_requests.list(awaiting_my_review=True).items]
+
+    assert awaiting(ben) == [second, first]
+    assert awaiting(ana) == []
+    with OrgdeckClient(team.url, ana_laptop, org_slug=org.slug) as ana_elsewhere:
+        assert awaiting(ana_elsewhere) == []
+    assert awaiting(cleo) == []  # a deployment needs an operator to review it
+    assert awaiting(client) == []  # a service key belongs to no member
+    team.admin.environments.update(production, required_approvals=2)
+    ben.change_requests.approve(first)
+    assert awaiting(ben) == [second]  # reviewed once: no longer his to review
+    assert [r.id for r in ben.change_requests.list().items] == [cancelled, second, first]

@@ -10,6 +10,7 @@ import streamlit as st
 
 from api import ApiError
 from api.changes import CHANGE_ROLES, ChangeRequest
+from components.changes.waiting import REQUEST_QUERY, opened_by_me
 from components.changes.wording import KIND_LABELS, approvals_text, requester, result_text
 from components.connection import client, current
 from components.feedback import notify, plain
@@ -59,21 +60,36 @@ def show_preview(request: ChangeRequest) -> None:
         st.caption("The content is the same on both sides.")
 
 
+def review_refusal(request: ChangeRequest) -> str | None:
+    """Why the signed-in caller may not review this request, whatever their role; None if they may."""
+    caller = current().caller
+    if opened_by_me(request):
+        return "You opened this request (with any of your keys): another member reviews it."
+    if caller.member is None:
+        return "A service key belongs to no member and reviews nothing: sign in with your own key."
+    if any(review.member_id == caller.member.id for review in request.approvals):
+        return "You approved it already: it waits for other members."
+    return None
+
+
 def review_form(request: ChangeRequest) -> None:
-    mine = request.requested_by.key_id == current().key_id
+    mine = opened_by_me(request)
     with st.form(f"review_{request.id}"):
         comment = st.text_area("Comment", key=f"comment_{request.id}", height=68)
         buttons = st.container(horizontal=True)
         # Reviewing needs the role the change itself needs, and is for another member than the requester.
         needs = CHANGE_ROLES[request.kind]
+        why_not = review_refusal(request)
         approve = buttons.form_submit_button(
             "Approve",
             type="primary",
             icon=":material/check:",
-            **control("approveChangeRequest", at_least=needs, disabled=mine),
+            **control("approveChangeRequest", at_least=needs, disabled=bool(why_not), help=why_not),
         )
         reject = buttons.form_submit_button(
-            "Reject", icon=":material/close:", **control("rejectChangeRequest", at_least=needs, disabled=mine)
+            "Reject",
+            icon=":material/close:",
+            **control("rejectChangeRequest", at_least=needs, disabled=bool(why_not), help=why_not),
         )
         cancel = (
             buttons.form_submit_button("Cancel request", **control("cancelChangeRequest")) if mine else False
@@ -106,9 +122,10 @@ def open_tab(requests: list[ChangeRequest]) -> None:
     if not requests:
         st.info("No change waits for review.")
         return
+    linked = st.query_params.get(REQUEST_QUERY)
     for request in requests:
         title = f"{KIND_LABELS[request.kind]} · {request.target} · {request.reason}"
-        with st.expander(title, expanded=len(requests) == 1):
+        with st.expander(title, expanded=len(requests) == 1 or request.id == linked):
             st.markdown(
                 f"Asked by **{plain(requester(request))}** {ago(request.created_at)} · "
                 f"{approvals_text(request)} · "

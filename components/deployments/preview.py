@@ -72,7 +72,12 @@ def request_deployment(request: dict[str, Any], environment_name: str) -> None:
         type="primary",
         icon=":material/approval:",
         key="deploy_request",
-        **control("openChangeRequest", at_least="operator", disabled=not reason.strip()),
+        **control(
+            "openChangeRequest",
+            at_least="operator",
+            disabled=not reason.strip(),
+            help=None if reason.strip() else "Type a reason first: the reviewers read it.",
+        ),
     ):
         payload = body(DeploymentRequest, org_slug=current().org_slug, **request)
         try:

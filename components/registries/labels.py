@@ -8,6 +8,8 @@ import streamlit as st
 from api import ApiError
 from api.registries import LATEST_LABEL, PRODUCTION_LABEL, Artifact, ArtifactVersion, Registry
 from components import layout
+from components.changes.waiting import open_requests, pending_labels
+from components.changes.wording import requester
 from components.connection import client
 from components.feedback import notify, plain, show_error
 from components.permissions import control
@@ -21,6 +23,13 @@ def move_label_form(registry: Registry, artifact: Artifact, versions: list[Artif
     if protected:
         locked = ", ".join(f"`{label}`" for label in sorted(protected))
         st.caption(f":material/lock: {locked} protected: moved once another member approves the request.")
+    waiting = pending_labels(open_requests(), registry.registry_ref)
+    for (name, label), request in sorted(waiting.items()):
+        if name == artifact.name:
+            st.caption(
+                f":material/pending_actions: Moving `{plain(label)}` to {plain(request.payload['version'])} "
+                f"waits for review ({request.id}, asked by {plain(requester(request))})."
+            )
     with st.form("move_label"):
         label_col, version_col = layout.fields("move_label", 2)
         label = label_col.selectbox(

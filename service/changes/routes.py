@@ -69,6 +69,14 @@ def list_change_requests(
     kind: KindQuery = [],  # noqa: B006
     limit: LimitQuery = DEFAULT_PAGE_SIZE,
     cursor: Annotated[str | None, Query(max_length=40, description="A page's nextCursor.")] = None,
+    awaiting_my_review: Annotated[
+        bool,
+        Query(
+            alias="awaitingMyReview",
+            description="Only open requests the caller may approve: a change of their role, opened by "
+            "another member, not yet reviewed by them (none for a service key).",
+        ),
+    ] = False,
 ) -> Page[ChangeRequest]:
     """Change requests, newest first."""
     items, next_cursor = service.list_change_requests(
@@ -78,6 +86,7 @@ def list_change_requests(
         kinds=parse_statuses(kind, allowed=CHANGE_KINDS, field="kind"),
         limit=limit,
         cursor=cursor,
+        awaiting_review_by=caller if awaiting_my_review else None,
     )
     return Page[ChangeRequest](items=items, limit=limit, next_cursor=next_cursor)
 

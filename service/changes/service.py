@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import and_, or_, select
+from sqlalchemy import and_, false, or_, select
 from sqlalchemy.orm import Session
 
 from api.approvals import Approver, ChangeRequestRef, Requester
@@ -287,8 +287,10 @@ def list_change_requests(
     kinds: Sequence[str],
     limit: int,
     cursor: str | None,
+    awaiting_review_by: Caller | None = None,
 ) -> tuple[list[ChangeRequest], str | None]:
-    """Change requests newest first, of the given statuses (as answers show them) and kinds."""
+    """Change requests newest first, of the given statuses (as answers show them) and kinds; with
+    `awaiting_review_by`, only the open ones that caller may approve now."""
     if cursor is not None and not is_id(cursor, "chg"):
         raise InvalidCursor
     ttl = _ttl(session, org_id)
@@ -297,11 +299,31 @@ def list_change_requests(
         query = query.where(_shown_as(statuses, utcnow() - ttl))
     if kinds:
         query = query.where(ChangeRequestRow.kind.in_(kinds))
+    if awaiting_review_by is not None:
+        query = query.where(_awaiting_review_by(awaiting_review_by, utcnow() - ttl))
     if cursor is not None:
         query = query.where(ChangeRequestRow.id < cursor)
     rows = list(session.scalars(query.order_by(ChangeRequestRow.id.desc()).limit(limit + 1)))
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
     return _records(session, rows[:limit], ttl), next_cursor
+
+
+def _awaiting_review_by(caller: Caller, cutoff: datetime) -> Any:
+    """Open requests the caller may approve: a change whose role they hold, not requested by their
+    member (whichever of its keys opened it), not yet reviewed by them. A service key reviews nothing."""
+    if caller.member_id is None:
+        return false()
+    reviewable = [kind for kind, role in CHANGE_ROLES.items() if role_at_least(caller.role, role)]
+    reviewed = select(ChangeReviewRow.change_request_id).where(ChangeReviewRow.member_id == caller.member_id)
+    return and_(
+        _shown_as(["open"], cutoff),
+        ChangeRequestRow.kind.in_(reviewable),
+        or_(
+            ChangeRequestRow.requested_by_member_id.is_(None),
+            ChangeRequestRow.requested_by_member_id != caller.member_id,
+        ),
+        ChangeRequestRow.id.not_in(reviewed),
+    )
 
 
 def _shown_as(statuses: Sequence[str], cutoff: datetime) -> Any:
