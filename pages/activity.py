@@ -12,6 +12,7 @@ import streamlit as st
 
 from api.audit import STATS_DEFAULT_DAYS, STATS_MAX_DAYS, AuditEvent
 from components import layout
+from components.changes.provenance import made_by_request
 from components.charts import PLOT_CONFIG, changes_per_day_figure
 from components.connection import client, current
 from components.dates import recent_days
@@ -26,6 +27,7 @@ BOUND = "query-params"
 # Where a change's target is shown, and whether that page opens it from `?open=<target id>`.
 TARGET_PAGES: dict[str, tuple[str, bool]] = {
     "agent": ("pages/agents.py", True),
+    "change_request": ("pages/changes.py", True),
     "agent_version": ("pages/agents.py", False),
     "environment": ("pages/environments.py", True),
     "secret": ("pages/environments.py", False),
@@ -56,6 +58,19 @@ def who(event: AuditEvent) -> str:
     if actor.member_email:
         return actor.member_email
     return f"service key {actor.key_name or actor.key_id}"
+
+
+def target_words(event: AuditEvent) -> str:
+    """`deployment job job_…`: its type and name, one column wide enough at 1024 px."""
+    kind = (event.target.type or "").replace("_", " ")
+    return " ".join(part for part in (kind, event.target.name or event.target.id or "") if part)
+
+
+def approved_by(event: AuditEvent) -> str:
+    """Who approved the change request that made it (empty for a change nobody reviewed)."""
+    if event.change_request is None:
+        return ""
+    return ", ".join(approver.email for approver in event.change_request.approved_by)
 
 
 def filters() -> tuple[str | None, str | None, str | None, tuple[datetime, datetime] | None]:
@@ -106,7 +121,7 @@ def chart(period: tuple[datetime, datetime] | None) -> None:
 
 def event_detail(event: AuditEvent) -> None:
     target = event.target
-    st.subheader(f"{event.action} · {target.name or target.id or 'no target'}")
+    st.subheader(f"{event.action} · {target_words(event) or 'no target'}")
     st.caption(
         f"By **{plain(who(event))}** with key `{event.actor.key_name or event.actor.key_id}` at "
         f"{event.occurred_at:%Y-%m-%d %H:%M:%S} UTC · request `{event.request_id or '—'}`"
@@ -116,6 +131,8 @@ def event_detail(event: AuditEvent) -> None:
         query = {OPEN_PARAM: target.id} if opens and target.id else None
         label = f"Open {target.type.replace('_', ' ')} {target.name or target.id or ''}".strip()
         st.page_link(page, label=label, icon=":material/arrow_forward:", query_params=query)
+    if event.change_request is not None:
+        made_by_request(event.change_request)
     if event.changes:
         st.code(json.dumps(event.changes, indent=2, ensure_ascii=False), language="json")
     else:
@@ -157,9 +174,8 @@ table = pd.DataFrame(
             "When": e.occurred_at,
             "Actor": who(e),
             "Action": e.action,
-            "Target type": e.target.type or "",
-            "Target": e.target.name or e.target.id or "",
-            "Request": e.request_id or "",
+            "Target": target_words(e),
+            "Approved by": approved_by(e),
         }
         for e in page.items
     ]

@@ -11,7 +11,9 @@ from components.changes.history import history_tab
 from components.changes.review import open_tab
 from components.connection import client
 from components.feedback import load, show_notice
+from components.tables import OPEN_PARAM
 
+HISTORY = "History"
 DECIDED = ("applied", "rejected", "conflict", "expired", "cancelled")
 
 orgdeck = client()
@@ -30,7 +32,13 @@ decided = load(
     "list decided change requests",
     lambda: orgdeck.change_requests.list(status=",".join(DECIDED), limit=MAX_PAGE_SIZE),
 )
-open_section, history_section = st.tabs([f"Open ({len(waiting.items)})", "History"])
+# A link to a decided request (from what it made, or from Activity) opens the History tab on it.
+linked = st.query_params.get(OPEN_PARAM)
+open_title = f"Open ({len(waiting.items)})"
+decided_linked = any(request.id == linked for request in decided.items)
+open_section, history_section = st.tabs(
+    [open_title, HISTORY], default=HISTORY if decided_linked else open_title
+)
 with open_section:
     open_tab(waiting.items)
 with history_section:

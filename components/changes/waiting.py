@@ -7,10 +7,11 @@ from api import ApiError
 from api.changes import ChangeRequest
 from api.common import MAX_PAGE_SIZE
 from components.connection import Connection, client, current
+from components.tables import OPEN_PARAM
 
 MENU_TITLE = "Changes"
-# The Changes page's query parameter naming the request to open (a link from Overview or Activity).
-REQUEST_QUERY = "request"
+# The Changes page opens the request a link names (`?open=chg_…`), as other pages open their items.
+REQUEST_QUERY = OPEN_PARAM
 
 
 def awaiting_me() -> list[ChangeRequest]:

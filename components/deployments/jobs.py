@@ -11,6 +11,7 @@ import streamlit as st
 
 from api.deployments import FINISHED_JOB_STATUSES, JOB_STATUSES, DeploymentJob
 from components import layout
+from components.changes.provenance import made_by_request
 from components.connection import client
 from components.deployments.tables import coloured, version
 from components.deployments.tabs import ALL, BOUND, JOBS_DAYS, JOBS_ENVIRONMENT, JOBS_STATUS, JOBS_TABLE
@@ -64,12 +65,7 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
         f"{duration(job_duration(job), none='not yet')} · attempts {job.attempts}"
     )
     if job.change_request is not None:
-        asked = job.change_request.requested_by
-        approvers = ", ".join(approver.email for approver in job.change_request.approved_by)
-        st.caption(
-            f"Change request `{job.change_request.id}`: asked by {plain(asked.email or asked.key_name)}, "
-            f"approved by {plain(approvers)}"
-        )
+        made_by_request(job.change_request)
     results_table(job)
 
 

@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from api.registries import ArtifactVersion
+from components.changes.provenance import asked_and_approved, made_by_request
 from components.formatting import ago
 
 MAX_NAMED_TICKS = 20
@@ -53,6 +54,10 @@ def versions_history(versions: list[ArtifactVersion]) -> None:
                     "Version": v.version,
                     "#": v.number,
                     "Labels": ", ".join(v.labels),
+                    "Approved": "; ".join(
+                        f"{label}: {asked_and_approved(ref)}"
+                        for label, ref in v.label_change_requests.items()
+                    ),
                     "Type": v.content_type,
                     "Variables": ", ".join(v.variables),
                     "Message": v.commit_message,
@@ -64,3 +69,7 @@ def versions_history(versions: list[ArtifactVersion]) -> None:
         hide_index=True,
         width="stretch",
     )
+    for v in versions:
+        for label, ref in sorted(v.label_change_requests.items()):
+            st.markdown(f"`{label}` on {v.version}")
+            made_by_request(ref)

@@ -56,10 +56,11 @@ def test_pages_walk_with_the_cursor(console, server, org):
             admin.tools.create(f"Tool {n}", f"tool-{n}")
     app = console(PAGE)
     first = list(app.dataframe[0].value["Target"])
-    assert first == ["admin", *(f"Tool {n}" for n in range(54, 5, -1))]  # the sign-in, then the tools
+    # The sign-in, then the tools.
+    assert first == ["api key admin", *(f"tool Tool {n}" for n in range(54, 5, -1))]
     app.button(key="activity_pages_forward").click().run()
     second = list(app.dataframe[0].value["Target"])
-    assert second == [f"Tool {n}" for n in range(5, -1, -1)]
+    assert second == [f"tool Tool {n}" for n in range(5, -1, -1)]
     select_row(app, "activity_table", 1)
     assert "Tool 4" in app.subheader[0].value
     app.button(key="activity_pages_back").click().run()

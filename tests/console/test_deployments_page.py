@@ -270,7 +270,12 @@ def test_a_job_an_approved_request_started_names_who_asked_and_who_approved(cons
     with OrgdeckClient(server.url, keys["bo"], org_slug=org.slug) as bo:
         bo.change_requests.approve(opened.id)
     app = open_tab(console(PAGE), "Jobs")
-    assert f"Change request `{opened.id}`: asked by ana@example.com, approved by bo@example.com" in texts(app)
+    assert (
+        f"Applied by change request `{opened.id}`: asked by ana@example.com, approved by bo@example.com"
+        in texts(app)
+    )
+    link = next(e for e in app.get("page_link") if e.proto.label == "Open the request")
+    assert link.proto.page.endswith("changes") and f"open={opened.id}" in link.proto.query_string
 
 
 def test_a_revoked_key_is_explained_not_a_traceback(console, server, org):
