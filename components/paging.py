@@ -48,6 +48,7 @@ class Pager:
             icon=":material/chevron_left:",
             on_click=self._back,
             disabled=not st.session_state[self.key],
+            help=None if st.session_state[self.key] else "This is the first page.",
             key=f"{self.key}_back",
         )
         row.button(
@@ -56,6 +57,7 @@ class Pager:
             on_click=self._forward,
             args=(next_start,),
             disabled=next_start is None,
+            help="This is the last page." if next_start is None else None,
             key=f"{self.key}_forward",
         )
         row.caption(caption)

@@ -100,7 +100,11 @@ def deploy_actions(request: dict[str, Any], environment_name: str, *, protected:
         type="primary",
         icon=":material/rocket_launch:",
         key="deploy_go",
-        **control("deploy", disabled=blocked),
+        **control(
+            "deploy",
+            disabled=blocked,
+            help="Resolve the warnings above first: the deployment would be refused." if blocked else None,
+        ),
     ):
         try:
             job = client().deployments.deploy(**request)

@@ -161,11 +161,16 @@ def recover_form(channel: Channel) -> None:
             key=f"recover_{channel.id}_time",
             step=60,
         )
+        why_not = None
+        if channel.state == "disabled":
+            why_not = "Enable the channel first: a disabled channel receives nothing."
+        elif not waiting:
+            why_not = "Nothing to recover: no delivery of this channel failed, died or was held."
         if button_col.form_submit_button(
             "Recover",
             icon=":material/replay:",
             width="stretch",
-            **control("recover", disabled=channel.state == "disabled" or not waiting),
+            **control("recover", disabled=bool(why_not), help=why_not),
         ):
             since = datetime.combine(day, moment, tzinfo=UTC)
             try:

@@ -57,7 +57,11 @@ def subscriptions_section(channels: list[Channel], subscriptions: list[Subscript
         else "No changes to apply",
         type="primary",
         key="apply_subscriptions",
-        **control("subscribe", disabled=not changes),
+        **control(
+            "subscribe",
+            disabled=not changes,
+            help=None if changes else "Tick or untick a box in the table first.",
+        ),
     ):
         apply_changes(changes)
 

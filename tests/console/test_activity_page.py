@@ -58,7 +58,11 @@ def test_pages_walk_with_the_cursor(console, server, org):
     first = list(app.dataframe[0].value["Target"])
     # The sign-in, then the tools.
     assert first == ["api key admin", *(f"tool Tool {n}" for n in range(54, 5, -1))]
+    back = app.button(key="activity_pages_back")
+    assert back.disabled and back.help == "This is the first page."
     app.button(key="activity_pages_forward").click().run()
+    forward = app.button(key="activity_pages_forward")
+    assert forward.disabled and forward.help == "This is the last page."
     second = list(app.dataframe[0].value["Target"])
     assert second == [f"tool Tool {n}" for n in range(5, -1, -1)]
     select_row(app, "activity_table", 1)
