@@ -57,6 +57,11 @@ def json_object(text: str, field: str, *, example: str) -> dict[str, Any]:
     return value
 
 
+def too_long(label: str, length: int, limit: int) -> str:
+    """`Instructions: too long, 20,412 characters of at most 20,000; shorten it before saving.`"""
+    return f"{label}: too long, {length:,} characters of at most {limit:,}; shorten it before saving."
+
+
 class FormFields:
     """The fields of one form of `form` (the prefix of its rules in `components.fields`)."""
 
@@ -80,9 +85,12 @@ class FormFields:
     ) -> str:
         found = rule(f"{self.form}.{field}")
         kwargs.setdefault("label", found.label)
+        # Not the widget's own max_chars: the browser would cut or drop a longer paste. The text is
+        # kept whole and marked too long instead, for the person to shorten; the help says the limit.
+        limit = kwargs.pop("max_chars", found.max_chars)
         kwargs.setdefault("help", found.help)
-        if found.max_chars is not None:
-            kwargs.setdefault("max_chars", found.max_chars)
+        if limit is not None and f"{limit:,}" not in kwargs["help"]:
+            kwargs["help"] += f" At most {limit:,} characters."
         if found.example is not None and "placeholder" not in kwargs:
             kwargs["placeholder"] = f"e.g. {found.example}"
         resets: set[str] = st.session_state.get(_RESETS, set())
@@ -91,10 +99,12 @@ class FormFields:
             # too: a field only forgotten on the server keeps showing what was typed.
             resets.discard(key)
             st.session_state[key] = kwargs.pop("value", "")
-        value = getattr(where or st, kind)(key=key, **kwargs)
+        value = str(getattr(where or st, kind)(key=key, **kwargs))
         self._keys.append(key)
         self.slot(field, where=where)
-        return str(value)
+        if limit is not None and len(value) > limit:
+            self._place(field, too_long(found.label, len(value), limit))
+        return value
 
     def show(self, error: ApiError | InvalidField, action: str) -> None:
         """Each message next to its field; what belongs to no field of the form above the button."""

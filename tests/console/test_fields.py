@@ -76,3 +76,32 @@ def test_no_rule_quotes_a_pattern(key):
 def test_plain_text_is_never_read_as_markdown_or_math():
     assert plain("costs $5 and $6") == r"costs \$5 and \$6"
     assert plain("a_b*c") == r"a\_b\*c"
+
+
+def test_a_text_over_its_limit_is_kept_and_marked_too_long(console):
+    from api.governance import INSTRUCTIONS_MAX_LENGTH
+
+    app = console("pages/governance.py")
+    pasted = "Never log customer PII. " * (INSTRUCTIONS_MAX_LENGTH // 24 + 1)
+    field = app.text_area(key="draft_instructions")
+    assert not field.max_chars  # the browser never cuts or drops a paste
+    field.input(pasted).run()
+    assert not app.exception, app.exception
+    assert app.text_area(key="draft_instructions").value == pasted
+    assert (
+        f"Instructions: too long, {len(pasted):,} characters of at most {INSTRUCTIONS_MAX_LENGTH:,}; "
+        "shorten it before saving." in [e.value for e in app.error]
+    )
+
+
+def test_a_form_field_over_its_limit_keeps_the_text_after_the_refusal(console):
+    from api.common import DESCRIPTION_MAX_LENGTH
+
+    app = console("pages/environments.py")
+    typed = "x" * (DESCRIPTION_MAX_LENGTH + 5)
+    app.text_input(key="new_environment_name").input("staging")
+    app.text_input(key="new_environment_description").input(typed)
+    next(b for b in app.button if b.label == "Create environment").click().run()
+    assert not app.exception, app.exception
+    assert app.text_input(key="new_environment_description").value == typed
+    assert any(e.value.startswith("Description: ") for e in app.error)
