@@ -94,7 +94,9 @@ def detail(agent: Agent, fleets: list[Fleet]) -> None:
     head = st.container(horizontal=True, vertical_alignment="center")
     head.markdown(
         f"`{agent.stable_key}` · {plain(agent.provider)} · "
-        f"{plain(fleet_names.get(agent.fleet_id or '', NO_FLEET))} · **{version_state(agent)}**",
+        f"{plain(fleet_names.get(agent.fleet_id or '', NO_FLEET))} · **{version_state(agent)}**"
+        + (f" · tags {plain(', '.join(agent.tags))}" if agent.tags else "")
+        + f" · updated {ago(agent.updated_at)}",
         width="stretch",
     )
     snapshot(agent, head)
@@ -178,13 +180,10 @@ if agents:
             {
                 "Key": a.stable_key,
                 "Name": a.name,
-                "Provider": a.provider,
                 "Model": str(a.provider_config.get("model", "")),
                 "Fleet": fleet_names.get(a.fleet_id or "", ""),
                 "Version": f"v{a.latest_version}" if a.latest_version else "",
                 "Unversioned edits": a.has_unversioned_changes,
-                "Tags": a.tags,
-                "Updated": ago(a.updated_at),
             }
             for a in agents
         ]
@@ -196,7 +195,6 @@ if agents:
         key=TABLE,
         width="stretch",
         column_config={
-            "Tags": st.column_config.ListColumn(),
             "Version": st.column_config.TextColumn(help="The newest version; empty: never snapshotted"),
             "Unversioned edits": st.column_config.CheckboxColumn(
                 help="The draft has changes that no version holds yet"

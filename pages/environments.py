@@ -282,10 +282,7 @@ def overview_table(environments: list[Environment]) -> str | None:
                 "Signing key": ("set" if e.signing_key_created_at else "missing")
                 if e.target == "webhook"
                 else "",
-                "Webhook URL": e.webhook_url or "",
                 "Last deployment": e.last_deployment.status if e.last_deployment else "",
-                "Description": e.description,
-                "Updated": ago(e.updated_at),
             }
             for e in environments
         ]
@@ -323,6 +320,17 @@ create_form(expanded=not environments)
 if chosen_id is not None:
     chosen = next(e for e in environments if e.id == chosen_id)
     st.subheader(chosen.name, divider="gray")
+    st.caption(
+        " · ".join(
+            part
+            for part in (
+                plain(chosen.description),
+                f"webhook {plain(chosen.webhook_url)}" if chosen.webhook_url else "",
+                f"updated {ago(chosen.updated_at)}",
+            )
+            if part
+        )
+    )
     pending_notice(pending_for(load("list open change requests", open_requests), chosen.id))
     if chosen.protected:
         st.markdown(

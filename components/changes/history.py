@@ -47,10 +47,8 @@ def history_tab(requests: list[ChangeRequest]) -> None:
             "Status": request.status,
             "Kind": KIND_LABELS[request.kind],
             "Target": request.target,
-            "Reason": request.reason,
             "Asked by": requester(request),
             "Reviewed by": reviewers(request),
-            "Result": result_text(request),
             "Decided": ago(request.decided_at or request.expires_at),
         }
         for request in requests

@@ -3,6 +3,7 @@ approve or reject with a comment (or cancel, for the one who asked)."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pandas as pd
@@ -10,6 +11,7 @@ import streamlit as st
 
 from api import ApiError
 from api.changes import CHANGE_ROLES, ChangeRequest
+from components import layout
 from components.changes.waiting import REQUEST_QUERY, opened_by_me
 from components.changes.wording import KIND_LABELS, approvals_text, requester, result_text
 from components.connection import client, current
@@ -18,31 +20,49 @@ from components.formatting import ago
 from components.permissions import control
 
 
+def shown(value: Any) -> str:
+    """A field's value as a reviewer reads it: text as it is, anything else as JSON, unset as such."""
+    if value is None:
+        return "(not set)"
+    return value if isinstance(value, str) else json.dumps(value, indent=2, ensure_ascii=False)
+
+
 def change_row(change: dict[str, Any]) -> dict[str, str]:
-    """One field's change as a row of a preview's table."""
-    return {
-        "Field": change["field"],
-        "Change": change["kind"],
-        "Before": str(change.get("before")),
-        "After": str(change.get("after")),
-    }
+    """One field's change as a row of a preview's summary; its values are shown below, per field."""
+    return {"Field": change["field"], "Change": change["kind"]}
 
 
-def deployment_preview(preview: dict[str, Any]) -> None:
+def field_diffs(changes: list[dict[str, Any]], key: str) -> None:
+    """Each field's before and after, side by side while the page is wide, stacked when narrow (a
+    reviewer at 1024 px reads both without scrolling sideways)."""
+    for number, change in enumerate(changes):
+        st.markdown(f"**{plain(change['field'])}** · {change['kind']}")
+        before, after = layout.panes(f"{key}_{number}", 2, gap="small")
+        for where, side in ((before, "before"), (after, "after")):
+            where.caption(side.capitalize())
+            where.code(shown(change.get(side)), language=None, wrap_lines=True)
+
+
+def deployment_preview(preview: dict[str, Any], key: str) -> None:
     rows = []
     for agent in preview["agents"]:
         before = f"v{agent['currentVersion']}" if agent["currentVersion"] else "not deployed"
         base = {"Agent": agent["stableKey"], "Version": f"{before} → v{agent['targetVersion']}"}
         rows += [base | change_row(c) for c in agent["changes"]] or [
-            base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""}
+            base | {"Field": "", "Change": "unchanged"}
         ]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    for agent in preview["agents"]:
+        if agent["changes"]:
+            with st.expander(f"{agent['stableKey']}: field by field"):
+                field_diffs(agent["changes"], f"{key}_{agent['stableKey']}")
 
 
-def environment_preview(preview: dict[str, Any]) -> None:
+def environment_preview(preview: dict[str, Any], key: str) -> None:
     """An environment change field by field (a secret's or a signing key's value is never in it)."""
     rows = [change_row(c) for c in preview["changes"]]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    field_diffs(preview["changes"], key)
     if preview.get("carriedBy"):
         st.caption(f"Carried by the protected environments {', '.join(preview['carriedBy'])}.")
     for note in preview.get("notes", []):
@@ -51,9 +71,9 @@ def environment_preview(preview: dict[str, Any]) -> None:
 
 def show_preview(request: ChangeRequest) -> None:
     if request.kind == "deployment":
-        deployment_preview(request.preview)
+        deployment_preview(request.preview, request.id)
     elif request.kind == "environment":
-        environment_preview(request.preview)
+        environment_preview(request.preview, request.id)
     elif request.preview.get("diff"):
         st.code(request.preview["diff"], language="diff")
     else:

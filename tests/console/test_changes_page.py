@@ -48,7 +48,7 @@ def test_a_member_approves_a_request_with_a_comment_and_it_moves_to_history(
     assert "No change waits for review." in texts(app)
     history = app.dataframe[0].value
     assert list(history["Status"]) == ["applied"] and list(history["Reviewed by"]) == ["bo@example.com"]
-    assert history["Result"][0].startswith("job job_")
+    assert "Result: job job" in texts(app)  # the selected request's detail
     with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
         decided = admin.change_requests.get(opened.id)
     assert decided.approvals[0].comment == "Looks right"
@@ -124,11 +124,11 @@ def test_environment_changes_show_field_by_field_and_never_a_secrets_value(conso
     monkeypatch.setenv("ORGDECK_API_KEY", bo)
     app = console(PAGE)
     preview = app.dataframe[0].value
-    assert list(preview["Field"]) == ["webhookUrl"] and list(preview["After"]) == [
-        "https://two.example.com/y"
-    ]
+    assert list(preview["Field"]) == ["webhookUrl"]
+    # Field by field below the summary: before and after, each whole.
+    assert [c.value for c in app.code][:2] == ["https://one.example.com/x", "https://two.example.com/y"]
     history = app.dataframe[1].value
-    assert list(history["Kind"]) == ["Environment"] and list(history["Result"]) == ["applied"]
+    assert list(history["Kind"]) == ["Environment"] and "Result: applied" in texts(app)
     assert value not in texts(app) + "".join(frame.value.to_string() for frame in app.dataframe)
 
 
@@ -196,3 +196,23 @@ def test_the_policy_editor_submits_for_approval_when_the_organization_requires_i
         (opened,) = admin.change_requests.list().items
         assert admin.policies.list().items == []
     assert (opened.kind, opened.reason, opened.preview["action"]) == ("policy", "Baseline rule", "create")
+
+
+def test_an_unset_field_reads_not_set_never_none(console, server, org, monkeypatch):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        production = admin.environments.create("production")
+        admin.environments.update(production.id, protected=True)
+        ana, bo = member_key(admin, "ana", "operator"), member_key(admin, "bo", "operator")
+    with OrgdeckClient(server.url, ana, org_slug=org.slug) as requester:
+        retarget = {
+            "action": "update",
+            "environmentId": production.id,
+            "target": "webhook",
+            "webhookUrl": "https://hook.example.com/deploy",
+        }
+        requester.change_requests.open("environment", retarget, "Deliver to the partner")
+    monkeypatch.setenv("ORGDECK_API_KEY", bo)
+    app = console(PAGE)
+    assert "None" not in [c.value for c in app.code]
+    assert "(not set)" in [c.value for c in app.code]  # the webhook URL before: none
+    assert "https://hook.example.com/deploy" in [c.value for c in app.code]
