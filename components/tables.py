@@ -76,17 +76,3 @@ def _selected_row(state: Any) -> int | None:
         return None
     rows = state["selection"]["rows"]
     return rows[0] if rows else None
-
-
-def row_opener(
-    table: pd.DataFrame | Styler, ids: list[str], *, key: str, on_open: Callable[[str], None], **kwargs: Any
-) -> None:
-    """A table whose rows open something elsewhere: a click on a row calls `on_open` with its id
-    before the next run, as a button's callback would."""
-
-    def opened() -> None:
-        row = _selected_row(st.session_state.get(key))
-        if row is not None and row < len(ids):
-            on_open(ids[row])
-
-    st.dataframe(table, key=key, on_select=opened, selection_mode="single-row", hide_index=True, **kwargs)

@@ -61,4 +61,4 @@ with jobs:
         jobs_tab(environment_names)
 with history:
     if history.open:
-        history_tab(environment_names)
+        history_tab(environments)
