@@ -1,12 +1,22 @@
 """A reviewed deployment in headless Chromium: one member requests it on the Deployments page of
-their console, another approves it on the Changes page of theirs, and the job runs."""
+their console, another finds it on the Overview of theirs, approves it, and the job runs; the job
+and Activity name them both."""
 
 from __future__ import annotations
 
 import pytest
 
 from api import OrgdeckClient
-from tests.browser.conftest import assert_no_exception, choose, open_page, running_console
+from tests.browser.conftest import (
+    assert_no_exception,
+    choose,
+    click_row,
+    grid_cells,
+    open_page,
+    running_console,
+    settle,
+    shoot,
+)
 from tests.test_deployments import versioned_agent, wait_for_end
 
 pytestmark = pytest.mark.browser
@@ -38,14 +48,32 @@ def test_request_in_one_console_approve_in_another_and_the_job_completes(
         assert_no_exception(page)
 
     with running_console(tmp_path / "bo", database_url, server.url, keys["bo"]) as bo:
-        open_page(page, bo, "changes", "Asked by", "First release")
+        # The first page bo opens tells him, and the menu counts it.
+        open_page(page, bo, "", "waits for your review")
+        page.locator("[data-testid=stSidebar]").get_by_text("Changes (1)").wait_for(timeout=30_000)
+        shoot(page, "overview-awaiting-review")
+        page.get_by_role("link", name="Review it").click()
+        page.get_by_text("Asked by").first.wait_for(timeout=60_000)
         page.get_by_role("textbox", name="Comment").fill("Looks right")
         page.get_by_role("button", name="Approve").click()
         page.get_by_text("Approved and applied").wait_for(timeout=60_000)
         assert_no_exception(page)
+        with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+            (applied,) = admin.change_requests.list().items
+            job = wait_for_end(admin, applied.result["jobId"])
 
-    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
-        (applied,) = admin.change_requests.list().items
-        assert applied.status == "applied" and applied.approvals[0].comment == "Looks right"
-        job = wait_for_end(admin, applied.result["jobId"])
+        # The job and Activity name both: who asked and who approved.
+        both = "asked by ana@example.com, approved by bo@example.com"
+        open_page(page, bo, f"deployments?open={job.id}", both)
+        settle(page)
+        shoot(page, "job-approved-by")
+        open_page(page, bo, "activity", "Every change made")
+        settle(page)
+        cells = grid_cells(page)
+        assert "bo@example.com" in cells and "ana@example.com" in cells
+        click_row(page, page.locator("[data-testid=stDataFrame]").first, "deployment job")
+        page.get_by_text(both).first.wait_for(timeout=60_000)
+        assert_no_exception(page)
+
+    assert applied.status == "applied" and applied.approvals[0].comment == "Looks right"
     assert job.status == "complete" and [agent.version for agent in job.agents] == [1]
