@@ -67,10 +67,16 @@ STATS_DEFAULT_DAYS = 30
 
 class AuditStatsQuery(QueryParameters):
     """The period of GET /audit-events/stats: `dateRange`, at most 366 days; `end` defaults to now and
-    `start` to 30 days before `end`."""
+    `start` to 30 days before `end`; `actor`, `action` and `targetType` narrow it as they narrow the
+    list of events."""
 
     org_slug: OrgSlug
     date_range: DateRange = DateRange()
+    actor: str | None = Field(
+        None, min_length=1, max_length=320, description="A member id or email, or a key id."
+    )
+    action: str | None = Field(None, min_length=1, max_length=100)
+    target_type: str | None = Field(None, min_length=1, max_length=40)
 
 
 class ActionDayCount(Record):
@@ -132,13 +138,24 @@ class AuditResource(Resource):
         return Page[AuditEvent].model_validate(answer)
 
     def stats(
-        self, *, start: datetime | None = None, end: datetime | None = None, org_slug: str | None = None
+        self,
+        *,
+        start: datetime | None = None,
+        end: datetime | None = None,
+        actor: str | None = None,
+        action: str | None = None,
+        target_type: str | None = None,
+        org_slug: str | None = None,
     ) -> AuditStats:
-        """Changes per day by action, and per actor, from `start` (inclusive) to `end` (exclusive)."""
+        """Changes per day by action, and per actor, from `start` (inclusive) to `end` (exclusive),
+        of the given actor, action and target type."""
         params = {
             "orgSlug": self._org(org_slug),
             "dateRange[start]": start.isoformat() if start else None,
             "dateRange[end]": end.isoformat() if end else None,
+            "actor": actor,
+            "action": action,
+            "targetType": target_type,
         }
         answer = self._client.request(
             "GET", "/audit-events/stats", params={k: v for k, v in params.items() if v is not None}

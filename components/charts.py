@@ -7,10 +7,12 @@ needs a look (drifted, partial, changed), red failed, blue-grey is waiting (stal
 
 from __future__ import annotations
 
+import math
 from datetime import date, datetime, time, timedelta
 from typing import Any
 
 import plotly.graph_objects as go
+from plotly.colors import qualitative
 
 from api.audit import AuditStats
 from api.deployments import AGENT_STATES, AgentStatus, Heatmap, HeatmapAxisItem, StatusMatrix
@@ -127,8 +129,9 @@ def _value_layer(
 ) -> go.Heatmap:
     """The cells coloured by their value on the metric's scale, over the flat layers."""
     rate = heatmap.metric == "failure_rate"
+    z = [[cell.value if cell.coloured(rate) else None for cell in line] for line in cells]
     return go.Heatmap(
-        z=[[cell.value if cell.coloured(rate) else None for cell in line] for line in cells],
+        z=z,
         x=x,
         y=y,
         customdata=hovers,
@@ -146,11 +149,19 @@ def _value_layer(
             "y": 1.01,
             "yanchor": "bottom",
             "tickformat": ".0%" if rate else "d",
+            **({} if rate else _whole_ticks(z)),
             "outlinewidth": 0,
         },
         hovertemplate="%{customdata}<extra></extra>",
         hoverongaps=False,
     )
+
+
+def _whole_ticks(z: list[list[float | None]]) -> dict[str, Any]:
+    """Ticks of a count's colour scale on whole numbers only, at most five of them: left to itself,
+    a scale up to 2 ticks at 0.5 steps, which read "1 1 2" once rounded."""
+    highest = max((value for line in z for value in line if value is not None), default=1)
+    return {"tick0": 0, "dtick": max(1, math.ceil(highest / 4))}
 
 
 def _row_totals(figure: go.Figure, y: list[str], cells: list[list[_Cell]], metric: str) -> None:
@@ -371,19 +382,16 @@ def _cell_hover(item: AgentStatus | None, agent_name: str, environment: str) -> 
     return "<br>".join(lines)
 
 
-# Actions are many and open-ended: each gets a colour of a fixed qualitative palette, by name, so
-# that one action keeps its colour whatever else the period holds.
+# Each action of a chart gets its own colour: the actions drawn, in order, take the palette's colours
+# in turn (a hash of the name gave two actions of one chart the same colour). Past the palette's
+# length, which few periods reach, colours come round again.
 ACTION_PALETTE = [
-    "#3f7fc0", "#2f9e62", "#f0a23b", "#d9534f", "#7d5ba6", "#4fb3bf",
-    "#c76b98", "#8c6d3f", "#7d97bd", "#a0b83a", "#e07b39", "#5c6b7a",
-]  # fmt: skip
+    *qualitative.Plotly,
+    *qualitative.Dark24,
+]
 
 
 _DAY_MS = 86_400_000
-
-
-def action_colour(action: str) -> str:
-    return ACTION_PALETTE[sum(map(ord, action)) % len(ACTION_PALETTE)]
 
 
 def changes_per_day_figure(stats: AuditStats, *, height: int = 320) -> go.Figure:
@@ -395,12 +403,12 @@ def changes_per_day_figure(stats: AuditStats, *, height: int = 320) -> go.Figure
                 x=[item.day for item in stats.per_day if item.action == action],
                 y=[item.count for item in stats.per_day if item.action == action],
                 name=action,
-                marker_color=action_colour(action),
+                marker_color=ACTION_PALETTE[number % len(ACTION_PALETTE)],
                 # A day wide whatever the period: alone, a day's bar would be drawn a hairline.
                 width=_DAY_MS * 0.8,
                 hovertemplate=f"%{{x|%a %d %b}}: %{{y}} {action}<extra></extra>",
             )
-            for action in actions
+            for number, action in enumerate(actions)
         ]
     )
     figure.update_layout(
@@ -408,7 +416,8 @@ def changes_per_day_figure(stats: AuditStats, *, height: int = 320) -> go.Figure
         barmode="stack",
         height=height,
         margin={"l": 10, "r": 10, "t": 56, "b": 10},
-        legend={"orientation": "h", "y": -0.15, "yanchor": "top", "x": 0, "xanchor": "left"},
+        # Beside the plot, never over the axis's dates, however many actions the period holds.
+        legend={"orientation": "v", "y": 1, "yanchor": "top", "x": 1.01, "xanchor": "left"},
         xaxis={
             "type": "date",
             "showgrid": False,

@@ -102,20 +102,33 @@ def filters() -> tuple[str | None, str | None, str | None, tuple[datetime, datet
     )
 
 
-def chart(period: tuple[datetime, datetime] | None) -> None:
+def chart(
+    actor: str | None, action: str | None, target_type: str | None, period: tuple[datetime, datetime] | None
+) -> None:
+    """The changes per day of what the filters pick, not of the whole organization."""
     start, end = period or (None, None)
-    stats = attempt("count the changes", lambda: orgdeck.audit.stats(start=start, end=end))
+    stats = attempt(
+        "count the changes",
+        lambda: orgdeck.audit.stats(
+            start=start, end=end, actor=actor, action=action, target_type=target_type
+        ),
+    )
     if stats is None:
         return
+    filtered = any((actor, action, target_type))
     if not stats.total:
-        st.info("No changes in these days.", icon=":material/info:")
+        st.info(
+            "No change matches these filters." if filtered else "No changes in these days.",
+            icon=":material/info:",
+        )
         return
     st.plotly_chart(changes_per_day_figure(stats), width="stretch", config=PLOT_CONFIG)
     busiest = ", ".join(
         f"{a.member_email or f'service key {a.key_name}'} ({a.count:,})" for a in stats.per_actor[:5]
     )
     st.caption(
-        f"{stats.total:,} changes in these days (all actors and actions). Most active: {plain(busiest)}."
+        f"{stats.total:,} changes in these days{' matching the filters' if filtered else ''}. "
+        f"Most active: {plain(busiest)}."
     )
 
 
@@ -145,7 +158,7 @@ st.caption(
     "what they did, to what, and the request it came with. Nothing here can be edited or removed."
 )
 actor, action, target_type, period = filters()
-chart(period)
+chart(actor, action, target_type, period)
 
 pager = Pager("activity_pages", (actor, action, target_type, period))
 start, end = period or (None, None)

@@ -109,3 +109,19 @@ def test_a_bad_date_range_is_400_naming_it(http, org):
         body = answer.json()
         named = body["message"] + " ".join(detail["field"] for detail in body["details"])
         assert "dateRange" in named or "pagination" in named, body
+
+
+def test_the_lists_filters_narrow_the_counts(http, db, org):
+    rows = seed(db, org, 300, random.Random())
+    period = {
+        "dateRange[start]": (NOON - timedelta(days=25)).isoformat(),
+        "dateRange[end]": (NOON + timedelta(days=1)).isoformat(),
+    }
+    answer = stats(http, org, **period, action="updateAgent", actor="key_b")
+    chosen = [row for row in rows if row["action"] == "updateAgent" and row["actor_key_id"] == "key_b"]
+    assert answer["total"] == len(chosen)
+    assert {item["action"] for item in answer["perDay"]} <= {"updateAgent"}
+    assert [item["keyName"] or item["memberEmail"] for item in answer["perActor"]] == (
+        ["b@example.com"] if chosen else []
+    )
+    assert stats(http, org, **period, targetType="agent")["total"] == 0  # seeded without targets

@@ -45,6 +45,13 @@ def per_day(value: float | None) -> str:
     return "—" if value is None else f"{value:.1f}/day"
 
 
+def counted_days(metrics: DeploymentMetrics) -> str:
+    """How many days the frequency averages over: from the first counted day to today or the end."""
+    last = min(metrics.end, datetime.now(UTC).date())
+    days = max((last - metrics.counted_from).days + 1, 1)
+    return f"{days} day{'s' if days != 1 else ''}"
+
+
 def tiles(metrics: DeploymentMetrics) -> list[Tile]:
     totals = metrics.totals
     since = (
@@ -55,7 +62,7 @@ def tiles(metrics: DeploymentMetrics) -> list[Tile]:
     return [
         Tile(
             "Deployment frequency",
-            per_day(totals.deployments_per_day),
+            f"{per_day(totals.deployments_per_day)} over {counted_days(metrics)}",
             lambda f: f.deployments_per_day,
             per_day,
             f"Successful (complete) jobs per elapsed day: {totals.successes} from {metrics.start} to "

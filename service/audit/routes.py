@@ -20,14 +20,14 @@ from service.http.routing import api_router
 router = api_router("", tags=["Audit trail"])
 
 SCALARS = ("orgSlug", "actor", "action", "targetType", "targetId", "cursor")
+STATS_SCALARS = ("orgSlug", "actor", "action", "targetType")
+NARROWING = [
+    parameter("actor", "Only the events of this member (id or email) or key (id).", {"type": "string"}),
+    parameter("action", "Only this action: an operation's id, e.g. `createAgent`.", {"type": "string"}),
+    parameter("targetType", "Only events on targets of this type, e.g. `agent`.", {"type": "string"}),
+]
 QUERY_OPENAPI = paged_query_openapi(
-    "events",
-    [
-        parameter("actor", "Only the events of this member (id or email) or key (id).", {"type": "string"}),
-        parameter("action", "Only this action: an operation's id, e.g. `createAgent`.", {"type": "string"}),
-        parameter("targetType", "Only events on targets of this type, e.g. `agent`.", {"type": "string"}),
-        parameter("targetId", "Only events on this target.", {"type": "string"}),
-    ],
+    "events", [*NARROWING, parameter("targetId", "Only events on this target.", {"type": "string"})]
 )
 
 STATS_OPENAPI = {
@@ -35,6 +35,7 @@ STATS_OPENAPI = {
         parameter("orgSlug", "The organization the request acts on.", {"type": "string"}, required=True),
         date_range_parameter("changes"),
         *FLATTENED_DATE_RANGE,
+        *NARROWING,
     ]
 }
 
@@ -54,7 +55,8 @@ def list_audit_events(request: Request, caller: Viewer, session: ReadSession) ->
 def audit_stats(request: Request, caller: Viewer, session: ReadSession) -> AuditStats:
     """Changes per UTC day by action, and per actor: the Activity chart, counted in the database.
 
-    `dateRange` covers at most 366 days; `end` defaults to now and `start` to 30 days before `end`.
+    `dateRange` covers at most 366 days; `end` defaults to now and `start` to 30 days before `end`;
+    `actor`, `action` and `targetType` count only the events the list would show with them.
     """
-    query = parse_query(request, AuditStatsQuery, ("orgSlug",))
+    query = parse_query(request, AuditStatsQuery, STATS_SCALARS)
     return service.stats(session, org_id=caller.org_id_for(query.org_slug), query=query)

@@ -74,12 +74,11 @@ def _event_json(dialect: str) -> ColumnElement[str]:
 def _filtered(session: Session, *, org_id: str, query: AuditQuery) -> Select[tuple[str, str]]:
     event_json = _event_json(dialect_name(session))
     statement = select(AuditEventRow.id, event_json).where(AuditEventRow.org_id == org_id)
-    if query.actor:
-        statement = statement.where(_actor_condition(session, org_id=org_id, actor=query.actor))
-    if query.action:
-        statement = statement.where(AuditEventRow.action == query.action)
-    if query.target_type:
-        statement = statement.where(AuditEventRow.target_type == query.target_type)
+    statement = statement.where(
+        *_narrowed(
+            session, org_id=org_id, actor=query.actor, action=query.action, target_type=query.target_type
+        )
+    )
     if query.target_id:
         statement = statement.where(AuditEventRow.target_id == query.target_id)
     if query.date_range.start:
@@ -89,6 +88,20 @@ def _filtered(session: Session, *, org_id: str, query: AuditQuery) -> Select[tup
     if query.cursor:
         statement = statement.where(AuditEventRow.id < query.cursor)
     return statement
+
+
+def _narrowed(
+    session: Session, *, org_id: str, actor: str | None, action: str | None, target_type: str | None
+) -> list[ColumnElement[bool]]:
+    """The conditions of the filters given, shared by the list of events and their counts."""
+    conditions = []
+    if actor:
+        conditions.append(_actor_condition(session, org_id=org_id, actor=actor))
+    if action:
+        conditions.append(AuditEventRow.action == action)
+    if target_type:
+        conditions.append(AuditEventRow.target_type == target_type)
+    return conditions
 
 
 def _actor_condition(session: Session, *, org_id: str, actor: str) -> ColumnElement[bool]:
@@ -116,6 +129,9 @@ def stats(session: Session, *, org_id: str, query: AuditStatsQuery) -> AuditStat
         AuditEventRow.org_id == org_id,
         AuditEventRow.occurred_at >= start,
         AuditEventRow.occurred_at < end,
+        *_narrowed(
+            session, org_id=org_id, actor=query.actor, action=query.action, target_type=query.target_type
+        ),
     )
     day = utc_day(session, AuditEventRow.occurred_at)
     by_day = (

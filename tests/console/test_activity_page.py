@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from datetime import date, timedelta
 
 from api import OrgdeckClient
@@ -80,3 +81,17 @@ def test_empty_and_service_down(console, server, org, monkeypatch):
     monkeypatch.setenv("ORGDECK_API_URL", "http://127.0.0.1:9/api")
     down = console(PAGE)
     assert any("Is the service running" in e.value for e in down.error)
+
+
+def test_the_chart_follows_the_filters_and_gives_each_action_its_own_colour(console, server, org):
+    make_changes(server, org)
+    app = console(PAGE)
+    bars = app.get("plotly_chart")[0]
+    spec = json.loads(bars.proto.spec)
+    colours = {trace["name"]: trace["marker"]["color"] for trace in spec["data"]}
+    assert len(set(colours.values())) == len(colours)  # no two actions share a colour
+    assert spec["layout"]["legend"]["x"] > 1  # beside the plot, not over the axis
+    app.selectbox(key="activity_actor").select("dana@example.com").run()
+    spec = json.loads(app.get("plotly_chart")[0].proto.spec)
+    assert {trace["name"] for trace in spec["data"]} == {"createAgent", "updateAgent"}
+    assert "2 changes in these days matching the filters" in texts(app)

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -150,7 +151,9 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
         "Median job duration",
         "Median time to restore",
     }
-    assert tiles["Deployment frequency"].endswith("/day") and tiles["Deployment frequency"] != "0.0/day"
+    # Says over how many days it averages: the demo's history of about three months.
+    frequency = re.fullmatch(r"(\d+\.\d)/day over (\d+) days", tiles["Deployment frequency"])
+    assert frequency and float(frequency[1]) > 0 and 80 <= int(frequency[2]) <= 90
     assert "—" not in tiles.values()
     # The trend leaves out the week still under way (today is not over), which would read as a drop.
     today = datetime.now(UTC).date()
@@ -164,6 +167,9 @@ def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, ser
     cells = coloured_layer(by_day)
     assert cells["y"] == ["development", "eu-production", "production", "staging"]
     assert len(cells["x"]) == 90 and total(cells["z"]) > 1000
+    # The colour scale's ticks are whole numbers: steps of a whole count, from 0.
+    scale = cells["colorbar"]
+    assert scale["tick0"] == 0 and scale["dtick"] >= 1 and float(scale["dtick"]).is_integer()
     # Every row's total at its right, under a "Total" heading.
     totals = [a["text"] for a in by_day["layout"]["annotations"]]
     assert totals[-1] == "<b>Total</b>" and len(totals) == 5
