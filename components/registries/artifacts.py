@@ -17,6 +17,8 @@ from components.registries.labels import move_label_form
 from components.registries.publish import PUBLISHED, publish_form
 from components.registries.versions import versions_history
 
+ARTIFACT_TAB = "artifact_tab"
+
 
 def choose(options: list[str], key: str, next_key: str) -> None:
     """Preselect a selectbox: what an action asked for (`next_key`), else keep a valid choice, else the first.
@@ -59,8 +61,9 @@ def summary(artifact: Artifact) -> str:
 
 
 def artifact_details(registry: Registry, artifact: Artifact, versions: list[ArtifactVersion]) -> None:
+    # Keyed, so that the tab in use stays open when an action (Publish, a label's move) reruns the page.
     content_tab, versions_tab, diff_tab, publish_tab, labels_tab = st.tabs(
-        ["Content", "Versions", "Compare", "Publish", "Labels"]
+        ["Content", "Versions", "Compare", "Publish", "Labels"], key=ARTIFACT_TAB, on_change="rerun"
     )
     with content_tab:
         show_version(registry, artifact.name, versions)
