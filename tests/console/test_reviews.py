@@ -100,3 +100,20 @@ def test_a_protected_deployment_needs_a_reason_and_the_button_says_so(console, r
     assert request.disabled and request.help == "Type a reason first: the reviewers read it."
     app.text_input(key="deploy_reason").input("Second release").run()
     assert not button(app, "Request deployment to production").disabled
+
+
+def test_a_label_with_a_move_waiting_says_so(console, server, org):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        registry = admin.registries.create("support-prompts")
+        admin.registries.publish(registry.registry_ref, "triage", "One", labels=["production"])
+        admin.registries.publish(registry.registry_ref, "triage", "Two")
+        admin.registries.update(registry.registry_ref, protected_labels=["production"])
+        moved = {
+            "registryRef": registry.registry_ref,
+            "name": "triage",
+            "label": "production",
+            "version": "2",
+        }
+        opened = admin.change_requests.open("label", moved, "Two is better")
+    app = console("pages/registries.py")
+    assert f"Moving `production` to 2 waits for review ({opened.id}, asked by key admin)." in texts(app)
