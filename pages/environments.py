@@ -334,8 +334,9 @@ if chosen_id is not None:
     pending_notice(pending_for(load("list open change requests", open_requests), chosen.id))
     if chosen.protected:
         st.markdown(
-            f"{PROTECTED_ICON} **{badge(chosen)}**: deployments here run once "
-            f"{approvals(chosen.required_approvals)} from other members are in (Changes page)."
+            f"{PROTECTED_ICON} **{badge(chosen)}**: a deployment here, or a change to its target or "
+            f"secrets, is a change request that applies once it has {approvals(chosen.required_approvals)} "
+            "from other members, on the Changes page."
         )
     secrets_col, settings_col = layout.panes("environment", 2)
     with secrets_col:
