@@ -25,6 +25,7 @@ from api.common import (
     Record,
     Request,
     Timestamp,
+    Trimmed,
 )
 from api.resource import Resource, body
 
@@ -94,6 +95,8 @@ Version = Annotated[
 Visibility = Literal["private", "public"]
 ChatRole = Literal["system", "developer", "user", "assistant", "tool"]
 ContentType = Literal["text", "chat"]
+# A provider connection's id, a model's name or a system model's key.
+ModelReference = Trimmed(200)
 
 
 class ChatMessage(Request):
@@ -149,6 +152,22 @@ def template_variables(content: str | list[ChatMessage]) -> list[str]:
     texts = [content] if isinstance(content, str) else [message.content for message in content]
     found = (match.group(1) for text in texts for match in TEMPLATE_VARIABLE.finditer(text))
     return list(dict.fromkeys(found))
+
+
+def missing_variables(content: str | list[ChatMessage], values: dict[str, str]) -> list[str]:
+    """The content's `{{variables}}` that `values` gives no value for."""
+    return [name for name in template_variables(content) if name not in values]
+
+
+def rendered(content: str | list[ChatMessage], values: dict[str, str]) -> str | list[ChatMessage]:
+    """The content with each `{{variable}}` replaced by its value; one without a value stays as written."""
+
+    def filled(text: str) -> str:
+        return TEMPLATE_VARIABLE.sub(lambda match: values.get(match.group(1), match.group(0)), text)
+
+    if isinstance(content, str):
+        return filled(content)
+    return [ChatMessage(role=message.role, content=filled(message.content)) for message in content]
 
 
 def _plain(message: ChatMessage | dict[str, str]) -> dict[str, str]:
@@ -238,6 +257,25 @@ class MoveLabel(RegistryAddress):
         return label
 
 
+class TryPrompt(RegistryAddress):
+    """Run one version of a prompt on a model with values for its `{{variables}}`; nothing is saved."""
+
+    name: ArtifactName
+    version: Version
+    variables: dict[str, Annotated[str, StringConstraints(max_length=MAX_CONTENT_BYTES)]] = Field(
+        default_factory=dict, description="A value for each `{{variable}}` of the version."
+    )
+    provider_id: ModelReference | None = Field(
+        None, description="One of the organization's provider connections (GET /providers)."
+    )
+    model_id: ModelReference | None = Field(
+        None, description="With providerId: the model; default: the connection's default model."
+    )
+    system_model_key: ModelReference | None = Field(
+        None, description="Instead of providerId: a model the operator configured (GET /providers/system)."
+    )
+
+
 # -- records ------------------------------------------------------------------------------
 
 
@@ -290,6 +328,25 @@ class ArtifactVersion(VersionFields):
         description="Label → the approved change request that moved it here (who asked and who "
         "approved); a label moved directly is absent.",
     )
+
+
+class PromptRun(Record):
+    """A version run on a model: what was sent and what came back."""
+
+    artifact_version_id: str
+    name: str
+    version: str
+    rendered: str = Field(
+        description="The content with the variables filled in (chat messages as `[role]` blocks)."
+    )
+    provider_id: str | None = None
+    system_model_key: str | None = None
+    model: str = Field(description="The model that answered, as its provider names it.")
+    answer: str
+    input_tokens: int | None = None
+    output_tokens: int | None = None
+    total_tokens: int | None = None
+    latency_ms: int
 
 
 class RetrievedArtifact(VersionFields):
@@ -405,6 +462,31 @@ class RegistriesResource(Resource):
         params = {"registryRef": registry_ref, "name": name, "version": version, "label": label}
         answer = self._client.request("GET", "/registries/artifacts/retrieve", params=params)
         return RetrievedArtifact.model_validate(answer)
+
+    def try_prompt(
+        self,
+        registry_ref: str,
+        name: str,
+        version: str,
+        *,
+        variables: dict[str, str] | None = None,
+        provider_id: str | None = None,
+        model_id: str | None = None,
+        system_model_key: str | None = None,
+    ) -> PromptRun:
+        """Run `version` on a model (a provider connection, or a system model) with `variables`; nothing is saved."""
+        payload = body(
+            TryPrompt,
+            registry_ref=registry_ref,
+            name=name,
+            version=version,
+            variables=variables,
+            provider_id=provider_id,
+            model_id=model_id,
+            system_model_key=system_model_key,
+        )
+        answer = self._client.request("POST", "/registries/artifacts/try", json=payload)
+        return PromptRun.model_validate(answer)
 
     def move_label(self, registry_ref: str, name: str, label: str, version: str) -> ArtifactVersion:
         """Point `label` at `version` (taking it off whichever version had it)."""

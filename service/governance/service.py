@@ -35,8 +35,8 @@ from service.governance.drafting import (
 from service.governance.models import PolicyRow, PolicyVersionRow
 from service.orgs.models import OrganizationRow
 from service.providers import service as providers
-from service.providers.adapters import Completion, ModelEndpoint, complete
-from service.providers.system_models import BUILTIN_KIND, configured_system_models
+from service.providers.adapters import Completion, ModelEndpoint
+from service.providers.system_models import BUILTIN_KIND
 from service.settings import Settings
 from service.storage.crypto import Cipher
 
@@ -256,35 +256,22 @@ def _system_target(key: str, settings: Settings) -> DraftingTarget:
             system_model_key=BUILTIN_DRAFTER_KEY,
         )
         return DraftingTarget(drafted_with=builtin)
-    entries = {entry.key: entry for entry in configured_system_models(settings)}
-    entry = entries.get(key)
-    if entry is None:
-        known = ", ".join([BUILTIN_DRAFTER_KEY, *entries])
-        raise InvalidInput(f"No system model '{key}'; the system models are: {known}", field="systemModelKey")
-    if not entry.available:
-        raise InvalidInput(
-            f"System model '{key}' is not available: the operator has not set {entry.api_key_variable}",
-            field="systemModelKey",
-        )
+    endpoint = providers.system_model_endpoint(key, settings, also_known=(BUILTIN_DRAFTER_KEY,))
     drafted_with = DraftingModel(
-        source="system", kind=entry.kind, name=key, model=entry.model, system_model_key=key
+        source="system", kind=endpoint.kind, name=key, model=endpoint.model, system_model_key=key
     )
-    return DraftingTarget(drafted_with=drafted_with, endpoint=entry.endpoint(), operator_configured=True)
+    return DraftingTarget(drafted_with=drafted_with, endpoint=endpoint, operator_configured=True)
 
 
 def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> Completion:
     assert target.endpoint is not None
-    prompt = drafting_prompt(request)
-    if target.operator_configured:
-        return complete(
-            target.endpoint,
-            system=SYSTEM_PROMPT,
-            prompt=prompt,
-            max_tokens=DRAFT_MAX_TOKENS,
-            timeout=settings.provider_timeout_seconds,
-        )
-    return providers.ask(
-        target.endpoint, settings=settings, system=SYSTEM_PROMPT, prompt=prompt, max_tokens=DRAFT_MAX_TOKENS
+    return providers.ask_model(
+        target.endpoint,
+        operator_configured=target.operator_configured,
+        settings=settings,
+        system=SYSTEM_PROMPT,
+        prompt=drafting_prompt(request),
+        max_tokens=DRAFT_MAX_TOKENS,
     )
 
 

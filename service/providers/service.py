@@ -156,6 +156,44 @@ def ask(
     )
 
 
+def system_model_endpoint(key: str, settings: Settings, *, also_known: tuple[str, ...] = ()) -> ModelEndpoint:
+    """What calling the operator's system model `key` needs; 400 naming systemModelKey when there is no
+    such model (the message lists `also_known` keys with the configured ones) or its key is not set."""
+    entries = {entry.key: entry for entry in configured_system_models(settings)}
+    entry = entries.get(key)
+    if entry is None:
+        known = ", ".join([*also_known, *entries]) or "none configured (ORGDECK_SYSTEM_MODELS)"
+        raise InvalidInput(f"No system model '{key}'; the system models are: {known}", field="systemModelKey")
+    if not entry.available:
+        raise InvalidInput(
+            f"System model '{key}' is not available: the operator has not set {entry.api_key_variable}",
+            field="systemModelKey",
+        )
+    return entry.endpoint()
+
+
+def ask_model(
+    endpoint: ModelEndpoint,
+    *,
+    operator_configured: bool,
+    settings: Settings,
+    system: str,
+    prompt: str,
+    max_tokens: int,
+) -> Completion:
+    """Call a system model or an organization's connection: operator-configured system models are
+    trusted, organizations' own URLs pass the outbound rule (`ask`)."""
+    if operator_configured:
+        return complete(
+            endpoint,
+            system=system,
+            prompt=prompt,
+            max_tokens=max_tokens,
+            timeout=settings.provider_timeout_seconds,
+        )
+    return ask(endpoint, settings=settings, system=system, prompt=prompt, max_tokens=max_tokens)
+
+
 def try_connection(endpoint: ModelEndpoint, *, settings: Settings) -> ProviderTestResult:
     """One real, minimal call; what went wrong is the result, not an error."""
     started = time.monotonic()

@@ -5,7 +5,7 @@ from typing import Annotated
 from fastapi import Header, Query
 from starlette.responses import Response
 
-from api.common import DEFAULT_PAGE_SIZE, Page
+from api.common import DEFAULT_PAGE_SIZE, ErrorBody, Page
 from api.registries import (
     Artifact,
     ArtifactName,
@@ -13,18 +13,21 @@ from api.registries import (
     CreateRegistry,
     Label,
     MoveLabel,
+    PromptRun,
     PublishArtifact,
     PublishedArtifact,
     Registry,
     RegistryAddress,
     RegistryRef,
     RetrievedArtifact,
+    TryPrompt,
     UpdateRegistry,
     Version,
 )
 from service.errors import InvalidInput
 from service.http.deps import (
     Admin,
+    AppSettings,
     Author,
     LimitQuery,
     OffsetQuery,
@@ -37,6 +40,8 @@ from service.http.deps import (
 from service.http.etags import ONE_YEAR_SECONDS, cache_control, cached_json
 from service.http.routing import api_router
 from service.registries import service
+from service.storage.crypto import cipher_for
+from service.trail.recording import record_use
 
 router = api_router("/registries", tags=["Prompt registries"])
 
@@ -160,6 +165,28 @@ def retrieve_artifact(
 def move_label(body: MoveLabel, caller: Author, session: WriteSession) -> ArtifactVersion:
     """Point a label at a version, taking it off the version that had it. `latest` moves by itself."""
     return service.move_label(session, org_id=caller.org_id, request=body)
+
+
+@router.post(
+    "/artifacts/try",
+    response_model=PromptRun,
+    responses={
+        502: {"model": ErrorBody, "description": "The model's provider failed; `code` says how"},
+        504: {"model": ErrorBody, "description": "The model's provider did not answer in time"},
+    },
+)
+def try_prompt(body: TryPrompt, caller: Author, session: WriteSession, settings: AppSettings) -> PromptRun:
+    """Run a version with values for its `{{variables}}` on a provider connection (`providerId`, with
+    `modelId` or its default model) or a system model (`systemModelKey`). Nothing is saved; the run is
+    an audit event naming the model, never its key. A variable without a value is a 400 naming it."""
+    trial = service.prompt_trial(
+        session, org_id=caller.org_id, request=body, settings=settings, cipher=cipher_for(settings)
+    )
+    # Nothing more to read: end the transaction before waiting on a model; the event opens its own.
+    session.commit()
+    run = service.run_trial(trial, settings=settings)
+    record_use(session)
+    return run
 
 
 def _org_id(caller: OptionalCaller) -> str | None:

@@ -29,17 +29,24 @@ from api.registries import (
     ChatMessage,
     CreateRegistry,
     MoveLabel,
+    PromptRun,
     PublishArtifact,
     PublishedArtifact,
     Registry,
     RetrievedArtifact,
+    TryPrompt,
     canonical_content,
     content_type,
+    missing_variables,
+    rendered,
     template_variables,
 )
+from api.registries import content_text as rendered_text
 from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
 from service.http.etags import TaggedJson, tagged_json
 from service.orgs.models import OrganizationRow
+from service.providers import service as providers
+from service.providers.adapters import ModelEndpoint
 from service.redaction.objects import restored
 from service.registries.lookups import (
     find_artifact,
@@ -59,8 +66,15 @@ from service.registries.models import (
     RegistryArtifactVersionRow,
     RegistryRow,
 )
+from service.settings import Settings
+from service.storage.crypto import Cipher
 from service.storage.db import insert_unless_taken, utcnow
 from service.storage.memory import Kept
+
+# A tried prompt's answer is read, not used: long enough to judge it, short enough to wait for.
+TRY_MAX_TOKENS = 1024
+# Chat messages of these roles instruct the model; the others are the conversation it answers.
+INSTRUCTING_ROLES = ("system", "developer")
 
 # Retrieve with neither version nor label: `production` when set, else `latest`.
 DEFAULT_LABELS = (PRODUCTION_LABEL, LATEST_LABEL)
@@ -523,3 +537,105 @@ def _explain_missing(
         )
     # Only a publish committed between the two lookups gets here; the next attempt finds it.
     raise NotFound(f"Artifact '{name}' was being published while it was read; retry", field="name")
+
+
+@dataclass(frozen=True)
+class PromptTrial:
+    """A version ready to run: its content rendered and the model to run it on, read in one go so
+    that no transaction waits on the model."""
+
+    request: TryPrompt
+    version_id: str
+    content: str | list[ChatMessage]
+    endpoint: ModelEndpoint
+    operator_configured: bool
+
+
+def prompt_trial(
+    session: Session, *, org_id: str, request: TryPrompt, settings: Settings, cipher: Cipher
+) -> PromptTrial:
+    """Find the version, check every `{{variable}}` has a value and resolve the model (400 naming the
+    field otherwise)."""
+    endpoint, operator_configured = _model_to_try(
+        session, org_id=org_id, request=request, settings=settings, cipher=cipher
+    )
+    registry = owned_registry(session, org_id=org_id, ref=request.registry_ref)
+    artifact = find_artifact(session, registry, request.registry_ref, request.name)
+    row = find_version(session, artifact, request.version)
+    stored = version_content(row)
+    content = stored if isinstance(stored, str) else [ChatMessage(**message) for message in stored]
+    missing = missing_variables(content, request.variables)
+    if missing:
+        raise InvalidInput(
+            f"No value for the variable '{missing[0]}' of version {row.version}; it needs: "
+            + ", ".join(template_variables(content)),
+            field=f"variables.{missing[0]}",
+        )
+    return PromptTrial(
+        request=request,
+        version_id=row.id,
+        content=rendered(content, request.variables),
+        endpoint=endpoint,
+        operator_configured=operator_configured,
+    )
+
+
+def run_trial(trial: PromptTrial, *, settings: Settings) -> PromptRun:
+    """Ask the model; a provider that fails is a ProviderFailed (502, 504 on a timeout)."""
+    system, prompt = _split_for_model(trial.content)
+    answer = providers.ask_model(
+        trial.endpoint,
+        operator_configured=trial.operator_configured,
+        settings=settings,
+        system=system,
+        prompt=prompt,
+        max_tokens=TRY_MAX_TOKENS,
+    )
+    return PromptRun(
+        artifact_version_id=trial.version_id,
+        name=trial.request.name,
+        version=trial.request.version,
+        rendered=rendered_text(trial.content),
+        provider_id=trial.request.provider_id,
+        system_model_key=trial.request.system_model_key,
+        model=answer.model,
+        answer=answer.text,
+        input_tokens=answer.input_tokens,
+        output_tokens=answer.output_tokens,
+        total_tokens=answer.total_tokens,
+        latency_ms=answer.latency_ms,
+    )
+
+
+def _model_to_try(
+    session: Session, *, org_id: str, request: TryPrompt, settings: Settings, cipher: Cipher
+) -> tuple[ModelEndpoint, bool]:
+    """The model named by providerId (with modelId) or systemModelKey, and whether the operator configured it."""
+    if request.provider_id is not None and request.system_model_key is not None:
+        raise InvalidInput("Give providerId or systemModelKey, not both", field="systemModelKey")
+    if request.system_model_key is not None:
+        if request.model_id is not None:
+            raise InvalidInput("modelId applies with providerId only", field="modelId")
+        return providers.system_model_endpoint(request.system_model_key, settings), True
+    if request.provider_id is None:
+        raise InvalidInput(
+            "Name the model to run on: providerId (one of the organization's provider connections, "
+            "GET /providers) or systemModelKey (GET /providers/system)",
+            field="providerId",
+        )
+    endpoint = providers.endpoint_for(
+        session, org_id=org_id, provider_id=request.provider_id, model_id=request.model_id, cipher=cipher
+    )
+    return endpoint, False
+
+
+def _split_for_model(content: str | list[ChatMessage]) -> tuple[str, str]:
+    """The instructions and the question a text or chat prompt puts to the model."""
+    if isinstance(content, str):
+        return "", content
+    instructions = [m.content for m in content if m.role in INSTRUCTING_ROLES]
+    conversation = [m for m in content if m.role not in INSTRUCTING_ROLES]
+    if not conversation:
+        return "", "\n\n".join(instructions)
+    question = conversation[0].content if len(conversation) == 1 else rendered_text(conversation)
+    return "\n\n".join(instructions), question

@@ -73,6 +73,12 @@ def record(
     _append(session, actor.org_id, actor.org_name, who, action, result, _changes(arguments), request_id)
 
 
+def record_use(session: Session) -> None:
+    """Have the request's event added though it changed no row: a use that is on record of its own
+    (a prompt run on a model, with whose key the trail must tell)."""
+    session.info[WROTE] = True
+
+
 def record_applied(
     session: Session,
     *,
