@@ -15,6 +15,7 @@ from components.registries.compare import compare
 from components.registries.content import show_version
 from components.registries.labels import move_label_form
 from components.registries.publish import PUBLISHED, publish_form
+from components.registries.trial import try_prompt
 from components.registries.versions import versions_history
 
 ARTIFACT_TAB = "artifact_tab"
@@ -62,8 +63,8 @@ def summary(artifact: Artifact) -> str:
 
 def artifact_details(registry: Registry, artifact: Artifact, versions: list[ArtifactVersion]) -> None:
     # Keyed, so that the tab in use stays open when an action (Publish, a label's move) reruns the page.
-    content_tab, versions_tab, diff_tab, publish_tab, labels_tab = st.tabs(
-        ["Content", "Versions", "Compare", "Publish", "Labels"], key=ARTIFACT_TAB, on_change="rerun"
+    content_tab, versions_tab, diff_tab, try_tab, publish_tab, labels_tab = st.tabs(
+        ["Content", "Versions", "Compare", "Try", "Publish", "Labels"], key=ARTIFACT_TAB, on_change="rerun"
     )
     with content_tab:
         show_version(registry, artifact.name, versions)
@@ -71,6 +72,8 @@ def artifact_details(registry: Registry, artifact: Artifact, versions: list[Arti
         versions_history(versions)
     with diff_tab:
         compare(registry, artifact.name, versions)
+    with try_tab:
+        try_prompt(registry, artifact.name, versions)
     with publish_tab:
         publish_form(registry, artifact)
     with labels_tab:

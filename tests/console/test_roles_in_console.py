@@ -52,6 +52,7 @@ CONTROLS: dict[str, dict[str, str]] = {
         "Create registry": "createRegistry",
         "Publish": "publishArtifact",
         "Move label": "moveLabel",
+        "Run": "tryPrompt",
         "Save protected labels": "updateRegistry",
         "Delete registry…": "deleteRegistry",
     },
