@@ -12,6 +12,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 PANE_MIN_WIDTH = 420
 FIELD_MIN_WIDTH = 190
+COMPARED_MIN_WIDTH = 300
 SIDE_WIDTH = 260
 _STYLE = f"""<style>
 [class*="st-key-panes_"] > [data-testid="stLayoutWrapper"] {{
@@ -19,6 +20,9 @@ _STYLE = f"""<style>
 }}
 [class*="st-key-fields_"] > [data-testid="stLayoutWrapper"] {{
   flex: 1 1 {FIELD_MIN_WIDTH}px; min-width: min(100%, {FIELD_MIN_WIDTH}px);
+}}
+[class*="st-key-compared_"] > [data-testid="stLayoutWrapper"] {{
+  flex: 1 1 {COMPARED_MIN_WIDTH}px; min-width: min(100%, {COMPARED_MIN_WIDTH}px);
 }}
 [class*="st-key-aside_"] > [data-testid="stLayoutWrapper"]:first-child {{
   flex: 0 1 {SIDE_WIDTH}px; min-width: min(100%, {SIDE_WIDTH}px);
@@ -37,6 +41,13 @@ def install() -> None:
 def panes(key: str, count: int, *, gap: str = "large") -> list[DeltaGenerator]:
     """`count` panes of equal share, side by side while each can be PANE_MIN_WIDTH px wide."""
     row = st.container(horizontal=True, gap=gap, key=f"panes_{key}")
+    return [row.container() for _ in range(count)]
+
+
+def compared(key: str, count: int) -> list[DeltaGenerator]:
+    """`count` versions of one thing side by side while each can be COMPARED_MIN_WIDTH px wide:
+    narrower than a pane, so that two still fit beside each other in a pane."""
+    row = st.container(horizontal=True, gap="small", key=f"compared_{key}")
     return [row.container() for _ in range(count)]
 
 

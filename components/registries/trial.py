@@ -58,7 +58,7 @@ def try_prompt(registry: Registry, name: str, versions: list[ArtifactVersion]) -
             version.version: _run(registry, name, version.version, values, model) for version in shown
         }
     runs: dict[str, PromptRun | str] = st.session_state.get(runs_key, {})
-    for column, version in zip(layout.panes(f"try_{key}", len(shown)), shown, strict=True):
+    for column, version in zip(layout.compared(f"try_{key}", len(shown)), shown, strict=True):
         with column:
             _version_pane(version, values, runs.get(version.version))
 
