@@ -13,6 +13,7 @@ import streamlit as st
 
 from api import ApiError, OrgdeckClient
 from api.system import Caller
+from api.version import VERSION
 from components import layout
 from components.connection import Connection, forget_client, set_connection
 from components.feedback import explain, plain
@@ -176,4 +177,5 @@ set_connection(connection)
 navigation = st.navigation(MENU, position="hidden")
 layout.install()
 _sidebar(connection)
+st.sidebar.caption(f"Orgdeck {VERSION}")
 navigation.run()

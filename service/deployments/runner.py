@@ -33,6 +33,7 @@ from service.deployments.states import record_job_outcome
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
+from service.observability import metrics
 from service.outbound.urls import OutboundRefused, check_outbound_url
 from service.outbound.webhooks import signature_headers
 from service.redaction.objects import hidden_values, redacted_text
@@ -102,6 +103,8 @@ def _claim(db: Database) -> tuple[Claim | None, bool]:
             failure = f"Gave up after {job.attempts} attempts: the worker running the job stopped responding"
             _end_job(session, job, {row.stable_key: failure for row in job.agent_rows}, message=failure)
             return None, True
+        if job.status == "running":
+            metrics.LEASE_TAKEOVERS.labels(kind="deployment_job").inc()
         job.status = "running"
         job.attempts += 1
         job.started_at = job.started_at or now
@@ -293,6 +296,7 @@ def _end_job(session: Session, job: DeploymentJobRow, outcome: Outcome, *, messa
         payload = where | {"stableKey": row.stable_key, "version": row.version, "error": row.error}
         record_event(session, org_id=job.org_id, type="agent.error", payload=payload)
     record_job_outcome(session, job=job)
+    metrics.DEPLOYMENT_JOBS_ENDED.labels(state=job.status).inc()
 
 
 def _summary(total: int, failed: list[DeploymentJobAgentRow]) -> str:

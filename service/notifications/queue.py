@@ -26,6 +26,7 @@ from service.events.models import EventRow
 from service.notifications.logs import instant
 from service.notifications.messages import Message
 from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
+from service.observability import metrics
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
 from service.storage.crypto import Cipher, DecryptionFailed
@@ -251,6 +252,8 @@ def claim_due(
     token = new_id("lease")
     claims: list[Claim] = []
     cut_short = [row for row in chosen if row.lease_token is not None]
+    if cut_short:
+        metrics.LEASE_TAKEOVERS.labels(kind="delivery").inc(len(cut_short))
     given_up = _log_cut_short(session, settings, cut_short, now)
     for row in chosen:
         if row.id in given_up:

@@ -20,12 +20,18 @@ def _database(settings: Settings) -> Database:
     return Database(settings.resolved_database_url)
 
 
-def cmd_migrate(settings: Settings, _args: argparse.Namespace) -> int:
-    from service.storage.migrate import upgrade
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    from service.storage.migrate import Standing, schema_state, upgrade
 
     db = _database(settings)
-    upgrade(db)
-    db.dispose()
+    try:
+        if getattr(args, "check", False):
+            state = schema_state(db)
+            print(f"Database is {state.standing.value}: {state.describe()}.", file=sys.stderr)
+            return 0 if state.standing is Standing.AT_HEAD else 1
+        upgrade(db)
+    finally:
+        db.dispose()
     print("Database is at the newest schema.", file=sys.stderr)
     return 0
 
@@ -157,6 +163,12 @@ def build_parser() -> argparse.ArgumentParser:
     worker.set_defaults(handler=cmd_worker)
 
     migrate = commands.add_parser("migrate", help="bring the database schema up to date")
+    migrate.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 0 when the database is at this code's head, 1 when it is behind "
+        "or newer than the code",
+    )
     migrate.set_defaults(handler=cmd_migrate)
 
     create_org = commands.add_parser(
@@ -181,6 +193,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from service.storage.migrate import SchemaNewerThanCode
+
     args = build_parser().parse_args(argv)
     settings = Settings()
     logging.basicConfig(
@@ -188,4 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logredact.install()
-    return args.handler(settings, args)
+    try:
+        return args.handler(settings, args)
+    except SchemaNewerThanCode as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
