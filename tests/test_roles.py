@@ -17,7 +17,7 @@ from api.errors import BadRequest, Forbidden, Unauthorized
 from api.members import ROLES, role_at_least
 from tests.conftest import ROOT, Org
 
-OPEN = {("get", "/api/health")}
+OPEN = {("get", "/api/health"), ("get", "/api/health/live"), ("get", "/api/health/ready")}
 PUBLIC_READS = {
     ("get", "/api/registries/artifacts"),
     ("get", "/api/registries/artifacts/versions"),
