@@ -66,6 +66,8 @@ class HealthCheck:
 
     def _check(self) -> DatabaseState:
         # Reading the schema's revision is the round trip that proves the database answers.
+        if self._db.file_gone():
+            return UNREACHABLE
         try:
             standing = schema_state(self._db).standing
         except Exception:
