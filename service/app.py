@@ -40,6 +40,7 @@ from service.http.routing import authorized_before_validated
 from service.idempotency import middleware as idempotency
 from service.members.routes import router as members_router
 from service.notifications.routes import router as notifications_router
+from service.observability import tracing
 from service.providers.routes import router as providers_router
 from service.redaction import logs as log_redaction
 from service.registries.routes import router as registries_router
@@ -136,6 +137,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         list_parameters=list_query_parameters(app),
         observe=RequestObserver(plain_routes=plain_routes(app), log_requests=settings.logs_requests),
     )
+    # Probes and scrapes are polled every few seconds: a trace of each would bury the requests.
+    tracing.instrument_app(app, excluded_paths=",".join(UNLIMITED_PATHS - {OPENAPI_URL}))
+    tracing.instrument_engine(db.engine)
     app.openapi = lambda: openapi_document(  # type: ignore[method-assign]
         app, unlimited_paths=UNLIMITED_PATHS, additions=(idempotency.document,)
     )

@@ -33,7 +33,7 @@ from service.deployments.states import record_job_outcome
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
-from service.observability import metrics
+from service.observability import metrics, tracing
 from service.outbound.urls import OutboundRefused, check_outbound_url
 from service.outbound.webhooks import signature_headers
 from service.redaction.objects import hidden_values, redacted_text
@@ -66,6 +66,8 @@ class Claim:
     org_id: str
     environment_id: str
     agents: list[JobAgent]
+    # The creating request's traceparent (tracing.continued).
+    trace_context: str | None
 
 
 # Per stableKey: None when the agent deployed, else why it failed.
@@ -77,9 +79,11 @@ def run_deployment_jobs(db: Database, settings: Settings) -> bool:
     claim, found = _claim(db)
     if claim is None:
         return found
-    with _heartbeat(db, claim):
-        outcome = _deploy(db, settings, claim)
-    _finish(db, claim, outcome)
+    # The run, its SQL, its webhook call and the events it records belong to the creating request's trace.
+    with tracing.continued("deployment job", claim.trace_context, job_id=claim.job_id):
+        with _heartbeat(db, claim):
+            outcome = _deploy(db, settings, claim)
+        _finish(db, claim, outcome)
     return True
 
 
@@ -113,7 +117,7 @@ def _claim(db: Database) -> tuple[Claim | None, bool]:
         agents = [
             JobAgent(row.stable_key, row.version, row.config, row.config_hash) for row in job.agent_rows
         ]
-        return Claim(job.id, job.lease_token, job.org_id, job.environment_id, agents), True
+        return Claim(job.id, job.lease_token, job.org_id, job.environment_id, agents, job.trace_context), True
 
 
 @contextmanager

@@ -12,7 +12,7 @@ message of its answer, and each read the headers again. Once answered, the reque
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from typing import Protocol
 
 from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -27,8 +27,14 @@ from service.http.requestid import HEADER as REQUEST_ID_HEADER
 from service.http.requestid import current_request_id, request_id_for
 
 Headers = dict[bytes, bytes]
-# Told of every answered request: its scope (the route it matched), its status, its seconds.
-Observer = Callable[[Scope, int, float], None]
+
+
+class Observer(Protocol):
+    """Told of every request as its answer starts (the route it matched is known) and once it ends."""
+
+    def answering(self, scope: Scope) -> None: ...
+
+    def __call__(self, scope: Scope, status: int, seconds: float) -> None: ...
 
 
 class EdgeMiddleware:
@@ -68,6 +74,7 @@ class EdgeMiddleware:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *added]
                 answered[0] = message["status"]
+                self.observe.answering(scope)
             await send(message)
 
         try:

@@ -1,5 +1,6 @@
 """What every answered request leaves behind: its count and latency by route template, method and
-status (service/observability/metrics.py) and, when access logging is on, its access line.
+status (service/observability/metrics.py), its trace span's name (when tracing is on) and, when
+access logging is on, its access line.
 
 The route is the template the request matched (`/api/agents/{stableKey}`), never the raw path: a
 label per agent would grow without bound. A request no route took is `unmatched`.
@@ -13,7 +14,7 @@ from starlette.routing import BaseRoute, Mount
 from starlette.types import Scope
 
 from service.http.auth import authenticated
-from service.observability import logs, metrics
+from service.observability import logs, metrics, tracing
 
 UNMATCHED = "unmatched"
 
@@ -30,6 +31,10 @@ class RequestObserver:
             for route in plain_routes
         }
         self.log_requests = log_requests
+
+    def answering(self, scope: Scope) -> None:
+        # The request's span ends with its answer's last message: named now, while it records.
+        tracing.name_request_span(scope["method"], route_template(scope, self.plain_templates))
 
     def __call__(self, scope: Scope, status: int, seconds: float) -> None:
         route = route_template(scope, self.plain_templates)

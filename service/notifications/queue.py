@@ -60,6 +60,8 @@ class Claim:
     secrets: tuple[str, ...]
     # Why the channel cannot be sent to this round (its secret no configured key opens).
     unsendable: str | None = None
+    # The traceparent of what recorded the event: the attempt is a span of that trace.
+    trace_context: str | None = None
 
 
 # -- fan-out ------------------------------------------------------------------------------------
@@ -149,6 +151,7 @@ _CLAIM_COLUMNS = (
     EventRow.type.label("event_type"),
     EventRow.occurred_at,
     EventRow.payload,
+    EventRow.trace_context,
     ChannelRow.id.label("channel_id"),
     ChannelRow.name.label("channel_name"),
     ChannelRow.kind.label("channel_kind"),
@@ -281,6 +284,7 @@ def claim_due(
                 ),
                 secrets=channel_secrets,
                 unsendable=unsendable,
+                trace_context=row.trace_context,
             )
         )
     if claims:

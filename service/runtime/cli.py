@@ -83,10 +83,13 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     """Run the background worker alone (with ORGDECK_RUN_WORKER=false on the serving processes)."""
+    from service.observability import tracing
     from service.worker import Worker
 
     cmd_migrate(settings, args)
-    worker = Worker(_database(settings), settings)
+    db = _database(settings)
+    tracing.instrument_engine(db.engine)
+    worker = Worker(db, settings)
     try:
         worker.run()
     except KeyboardInterrupt:
