@@ -1,2 +1,3 @@
-"""What the service tells those who run it: its instruments (metrics.py), its log lines as JSON
-(logs.py). Imports nothing of ours but settings, so that every area can count what it does."""
+"""What the service tells those who run it: its instruments (metrics.py), its log lines (logs.py),
+its traces (tracing.py). Imports nothing of ours, so that every area can count and trace what it
+does."""
