@@ -9,6 +9,7 @@ label per agent would grow without bound. A request no route took is `unmatched`
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from starlette.routing import BaseRoute, Mount
 from starlette.types import Scope
@@ -31,6 +32,9 @@ class RequestObserver:
             for route in plain_routes
         }
         self.log_requests = log_requests
+        # Each (route, method, status)'s series, found once: prometheus-client's label lookup costs
+        # more than the count itself. Bounded: route templates and statuses are few.
+        self._series: dict[tuple[str, str, int], tuple[Any, Any]] = {}
 
     def answering(self, scope: Scope) -> None:
         # The request's span ends with its answer's last message: named now, while it records.
@@ -39,8 +43,15 @@ class RequestObserver:
     def __call__(self, scope: Scope, status: int, seconds: float) -> None:
         route = route_template(scope, self.plain_templates)
         method = scope["method"]
-        metrics.HTTP_REQUESTS.labels(route=route, method=method, status=str(status)).inc()
-        metrics.HTTP_REQUEST_SECONDS.labels(route=route, method=method).observe(seconds)
+        key = (route, method, status)
+        series = self._series.get(key)
+        if series is None:
+            series = self._series[key] = (
+                metrics.HTTP_REQUESTS.labels(route=route, method=method, status=str(status)),
+                metrics.HTTP_REQUEST_SECONDS.labels(route=route, method=method),
+            )
+        series[0].inc()
+        series[1].observe(seconds)
         if self.log_requests:
             caller = authenticated(scope).caller
             logs.log_request(
