@@ -13,6 +13,7 @@ import streamlit as st
 
 from api import ApiError, OrgdeckClient
 from api.system import Caller
+from api.version import VERSION
 from components import layout
 from components.changes.waiting import menu_title
 from components.connection import Connection, forget_client, set_connection
@@ -177,4 +178,5 @@ def _who(caller: Caller) -> str:
 navigation = st.navigation(MENU, position="hidden")
 layout.install()
 _sidebar(connection)
+st.sidebar.caption(f"Orgdeck {VERSION}")
 navigation.run()

@@ -377,7 +377,7 @@ def test_every_date_and_moment_the_service_takes_is_bounded_and_in_the_cases_abo
                 names = _dated(document, content["schema"], "", set())
                 taken.update((path.removeprefix("/api/"), name) for name in names)
     fields = {(path, name): field for path, name, field in DAY_FILTERS + MOMENT_FILTERS}
-    bodies = {("notifications/channels/{channel_id}/recover", name) for name in ("since", "until")}
+    bodies = {("notifications/channels/{channelId}/recover", name) for name in ("since", "until")}
     assert taken == {(path, name) for path, name in fields if "." not in name} | bodies
     for path, name in taken - bodies:
         edge = {"orgSlug": org.slug, name: "0001-01-01T00:00:00+14:00"}

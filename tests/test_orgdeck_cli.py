@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from api import OrgdeckClient
+from api.version import VERSION
 from tests.conftest import ROOT
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
@@ -382,6 +383,17 @@ def test_the_installed_command_needs_nothing_but_the_client(server, org, tmp_pat
     )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["orgSlug"] == org.slug
+    # The package is at the one version the service answers too (api/version.py, read by pyproject).
+    assert (site / f"orgdeck-{VERSION}.dist-info").is_dir()
+    version = subprocess.run(
+        [str(site / "bin" / "orgdeck"), "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert version.stdout.strip() == f"orgdeck {VERSION}"
 
 
 def test_the_command_line_loads_no_service_console_or_pandas(orgdeck, client):

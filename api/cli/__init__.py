@@ -16,6 +16,7 @@ from api.cli.context import Connection, connection_options, json_option, with_cl
 from api.cli.output import exit_code_for, out, print_json, report
 from api.client import OrgdeckClient
 from api.errors import ApiError
+from api.version import VERSION
 
 EXAMPLES = """\b
 Examples:
@@ -47,6 +48,7 @@ class _Root(click.Group):
     epilog=EXAMPLES,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(VERSION, "--version", prog_name="orgdeck", message="%(prog)s %(version)s")
 @connection_options
 @click.pass_context
 def cli(ctx: click.Context, api_url: str | None, api_key: str | None, profile: str) -> None:

@@ -45,6 +45,8 @@ class DeploymentJobRow(Base):
     lease_token: Mapped[str | None] = mapped_column(String(40))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The W3C traceparent of the request that created the job: its run continues that trace.
+    trace_context: Mapped[str | None] = mapped_column(String(55))
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The approved change request that started it, if one did: kept as it was applied (its approvals

@@ -33,6 +33,7 @@ from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.protection import require_review_of_deployment, require_review_of_environment
 from service.errors import InvalidInput, NotFound
 from service.fleets.service import get_fleet
+from service.observability import tracing
 from service.outbound.webhooks import new_secret
 from service.redaction.objects import restored
 from service.storage.crypto import Cipher, reencrypt_column
@@ -141,6 +142,7 @@ def create_job(
         org_id=org_id,
         environment_id=environment.id,
         change_request=change_request,
+        trace_context=tracing.current_traceparent(),
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Path, Query
 
 from api.common import DEFAULT_PAGE_SIZE, ErrorBody, Page
 from api.governance import (
@@ -30,6 +30,7 @@ from service.http.routing import api_router
 from service.storage.crypto import cipher_for
 
 router = api_router("/governance/policies", tags=["Governance"])
+PolicyIdPath = Annotated[str, Path(alias="policyId", description="The policy's id.")]
 
 
 @router.post(
@@ -95,18 +96,18 @@ def list_policies(
     )
 
 
-@router.get("/{policy_id}", response_model=PolicyWithVersions)
+@router.get("/{policyId}", response_model=PolicyWithVersions)
 def get_policy(
-    policy_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
+    policy_id: PolicyIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> PolicyWithVersions:
     """A policy with every version of its content, newest first."""
     policy = service.get_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
     return PolicyWithVersions.model_validate(policy)
 
 
-@router.patch("/{policy_id}", response_model=PolicyWithVersions)
+@router.patch("/{policyId}", response_model=PolicyWithVersions)
 def update_policy(
-    policy_id: str, body: UpdatePolicy, caller: Author, session: WriteSession
+    policy_id: PolicyIdPath, body: UpdatePolicy, caller: Author, session: WriteSession
 ) -> PolicyWithVersions:
     """Change the fields given; a change of content is a new version and the previous one is kept."""
     policy = service.update_policy(
@@ -115,8 +116,10 @@ def update_policy(
     return PolicyWithVersions.model_validate(policy)
 
 
-@router.delete("/{policy_id}", response_model=Policy)
-def delete_policy(policy_id: str, org_slug: OrgSlugQuery, caller: Author, session: WriteSession) -> Policy:
+@router.delete("/{policyId}", response_model=Policy)
+def delete_policy(
+    policy_id: PolicyIdPath, org_slug: OrgSlugQuery, caller: Author, session: WriteSession
+) -> Policy:
     """Delete a policy and its versions."""
     policy = service.delete_policy(session, org_id=caller.org_id_for(org_slug), policy_id=policy_id)
     return Policy.model_validate(policy)

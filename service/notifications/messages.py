@@ -13,10 +13,10 @@ from email.message import EmailMessage
 from typing import Any
 
 from api.common import format_timestamp
-from service import __version__
+from api.version import VERSION
 from service.settings import Settings
 
-USER_AGENT = f"Orgdeck-Webhooks/{__version__}"
+USER_AGENT = f"Orgdeck-Webhooks/{VERSION}"
 JSON = "application/json"
 TITLES = {
     "agent.stale": "Agent is stale",

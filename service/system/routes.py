@@ -6,10 +6,11 @@ from fastapi import Request
 from fastapi.responses import Response
 
 from api.api_keys import ApiKey
-from api.system import Caller, CallerMember, Health
-from service import __version__
+from api.system import Caller, CallerMember, Health, Liveness, Readiness, ReadinessChecks
+from api.version import VERSION
 from service.api_keys.service import touch_key
 from service.http.deps import Viewer, WriteSession
+from service.http.health import is_ready
 from service.http.routing import api_router
 
 router = api_router("", tags=["Service"])
@@ -20,7 +21,7 @@ _HEALTH_BODIES = {
     reachable: Health(
         status="ok" if reachable else "degraded",
         database="ok" if reachable else "unreachable",
-        version=__version__,
+        version=VERSION,
     )
     .model_dump_json(by_alias=True)
     .encode()
@@ -38,6 +39,33 @@ async def health(request: Request) -> Response:
     reachable = await request.app.state.health.database_reachable()
     return Response(
         _HEALTH_BODIES[reachable], status_code=200 if reachable else 503, media_type="application/json"
+    )
+
+
+_LIVE_BODY = Liveness(status="ok").model_dump_json(by_alias=True).encode()
+
+
+@router.get("/health/live", response_model=Liveness)
+async def health_live() -> Response:
+    """The process is up and answering: no I/O, for a liveness probe. Needs no key."""
+    return Response(_LIVE_BODY, media_type="application/json")
+
+
+@router.get(
+    "/health/ready",
+    response_model=Readiness,
+    responses={503: {"model": Readiness, "description": "Not ready; `checks` says which check failed"}},
+)
+async def health_ready(request: Request) -> Response:
+    """Whether to send this process traffic: the database answers, its schema is at this release's
+    head, and the worker in this process (if any) finished a round recently. Needs no key."""
+    checks = await request.app.state.health.readiness()
+    ready = is_ready(checks)
+    answer = Readiness(status="ready" if ready else "not ready", checks=ReadinessChecks(**checks))
+    return Response(
+        answer.model_dump_json(by_alias=True),
+        status_code=200 if ready else 503,
+        media_type="application/json",
     )
 
 
