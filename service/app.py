@@ -42,6 +42,9 @@ from service.providers.routes import router as providers_router
 from service.redaction import logs as log_redaction
 from service.registries.routes import router as registries_router
 from service.settings import Settings
+from service.signin.routes import router as workload_identities_router
+from service.signin.routes import sign_out_router
+from service.signin.service import TokenAuthenticator, authenticator
 from service.storage.db import Database
 from service.system.routes import router as system_router
 from service.tools.routes import deployments_router as tool_deployments_router
@@ -66,6 +69,8 @@ API_ROUTERS = (
     fleets_router,
     notifications_router,
     changes_router,
+    workload_identities_router,
+    sign_out_router,
 )
 UNLIMITED_PATHS = frozenset({"/api/health", "/api/docs", "/api/openapi.json"})
 
@@ -120,7 +125,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         EdgeMiddleware,
         body_limit=BodyLimit(settings.max_body_bytes),
         limiter=_limiter(settings) if settings.rate_limit > 0 else None,
-        authentication=Authentication(db, authenticate),
+        authentication=Authentication(
+            db, authenticator(api_keys=authenticate, tokens=TokenAuthenticator(db, settings))
+        ),
         exempt_paths=UNLIMITED_PATHS,
         list_parameters=list_query_parameters(app),
     )

@@ -138,7 +138,9 @@ def running_provider() -> Iterator[IdentityProvider]:
                 break
         else:
             raise RuntimeError("the OpenID Connect provider stopped before it was ready")
-        yield IdentityProvider(issuer=f"http://127.0.0.1:{port}", other_issuer=f"http://127.0.0.1:{other_port}")
+        yield IdentityProvider(
+            issuer=f"http://127.0.0.1:{port}", other_issuer=f"http://127.0.0.1:{other_port}"
+        )
     finally:
         process.terminate()
         process.wait(timeout=10)

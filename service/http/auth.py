@@ -10,8 +10,9 @@ request without a credential reaches its route with no caller: public reads take
 route answers 401.
 
 What turns a credential into a caller is an `Authenticator`, given by the app
-(service.app): an organization's API key is one (service.api_keys.service); this package knows no
-kind of credential itself.
+(service.app): an organization's API key is one (service.api_keys.service), a token of the
+identity provider or of a trusted workload another (service.signin.service), each tried by the
+credential's shape; this package knows no kind of credential itself.
 """
 
 from __future__ import annotations
@@ -51,12 +52,19 @@ class Caller:
     member_id: str | None = None
     member_email: str | None = None
     member_name: str | None = None
+    # How the caller proved who it is: "key" (key_id is the key's), "oidc" (a person's token from
+    # the identity provider; key_id is their member id) or "workload" (a trusted workload's token;
+    # key_id is the workload's id, `claims` what its conditions matched).
+    via: str = "key"
+    claims: Mapping[str, Any] | None = None
+    # The SHA-256 of a token (oidc, workload): what its sign-in session is kept under.
+    token_hash: str | None = None
 
     def org_id_for(self, org_slug: str) -> str:
         """The organization id when `org_slug` is the caller's own, else 403."""
         if org_slug != self.org_slug:
             raise Forbidden(
-                f"This API key belongs to organization '{self.org_slug}' and cannot act on '{org_slug}'",
+                f"This {'API key' if self.via == 'key' else 'caller'} belongs to organization '{self.org_slug}' and cannot act on '{org_slug}'",
                 field="orgSlug",
             )
         return self.org_id

@@ -1,0 +1,384 @@
+"""Signing in with OpenID Connect tokens: a person's token from the company's identity provider
+(ORGDECK_OIDC_ISSUER) acts as the member with its verified email, with the role their groups grant;
+a CI job's own token acts as the trusted workload whose issuer, audience and claim conditions it
+meets. Both are bearer credentials beside API keys (`authenticator` tries each by its shape).
+
+Every token is a sign-in session from its first request on (its sign-in, on the audit trail) until
+it expires or is signed out (POST /sign-out)."""
+
+from __future__ import annotations
+
+import fnmatch
+import functools
+import hashlib
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm import Session
+
+from api.members import CreateMember, Member, role_at_least
+from api.signin import CreateWorkloadIdentity, SignInSession, UpdateWorkloadIdentity, WorkloadIdentity
+from service.api_keys.keys import is_well_formed
+from service.errors import AlreadyExists, InvalidInput, NotFound, Unauthorized
+from service.http.auth import Authenticated, Authenticator, Caller
+from service.members import service as members
+from service.members.models import MemberRow
+from service.orgs.models import OrganizationRow
+from service.outbound.urls import OutboundRefused, check_outbound_url, check_url_syntax
+from service.settings import Settings
+from service.signin.keysets import IssuerKeys
+from service.signin.models import SignInSessionRow, WorkloadIdentityRow
+from service.signin.tokens import InvalidToken, looks_like_jwt, unverified_issuer, verified_claims
+from service.storage.db import Database, insert_unless_taken, utcnow
+from service.trail.recording import record
+
+
+def authenticator(*, api_keys: Authenticator, tokens: Authenticator) -> Authenticator:
+    """Each bearer credential to what reads its shape: an OpenID Connect token (a JWT) to `tokens`,
+    anything else (an `odk_` key, or a malformed one) to `api_keys`."""
+
+    def authenticate(session: Session, credential: str) -> Authenticated:
+        if not is_well_formed(credential) and looks_like_jwt(credential):
+            return tokens(session, credential)
+        return api_keys(session, credential)
+
+    return authenticate
+
+
+class TokenAuthenticator:
+    """Turns a verified token into its caller. Keeps the issuers' published keys for the process."""
+
+    def __init__(self, db: Database, settings: Settings) -> None:
+        self.db = db
+        self.settings = settings
+        self.company_issuer = (settings.oidc_issuer or "").rstrip("/")
+        self.company_keys = IssuerKeys(
+            timeout_seconds=settings.oidc_timeout_seconds, refresh_seconds=settings.oidc_jwks_refresh_seconds
+        )
+        # Workload issuers are an organization's choice: called only where outbound calls may go.
+        self.workload_keys = IssuerKeys(
+            timeout_seconds=settings.oidc_timeout_seconds,
+            refresh_seconds=settings.oidc_jwks_refresh_seconds,
+            check_url=lambda url: check_outbound_url(url, settings),
+        )
+
+    def __call__(self, session: Session, credential: str) -> Authenticated:
+        try:
+            issuer = unverified_issuer(credential).rstrip("/")
+            if self.company_issuer and issuer == self.company_issuer:
+                caller, expires_at = self._person(session, credential)
+            else:
+                caller, expires_at = self._workload(session, credential, issuer)
+        except Unauthorized as refusal:
+            return Authenticated(refusal=refusal)
+        known = session.scalar(
+            select(SignInSessionRow.ended_at).where(SignInSessionRow.token_hash == caller.token_hash)
+        )
+        if known is not None:
+            return Authenticated(
+                refusal=Unauthorized("This token was signed out; sign in again", code="signed_out")
+            )
+        started = session.scalar(
+            select(SignInSessionRow.id).where(SignInSessionRow.token_hash == caller.token_hash)
+        )
+        afterwards = (
+            None if started else functools.partial(record_sign_in, caller=caller, expires_at=expires_at)
+        )
+        return Authenticated(caller=caller, afterwards=afterwards)
+
+    # -- people ---------------------------------------------------------------------------------
+
+    def _person(self, session: Session, token: str) -> tuple[Caller, datetime]:
+        settings = self.settings
+        claims = verified_claims(
+            token,
+            keys=self.company_keys,
+            issuer=settings.oidc_issuer or "",
+            audiences=[settings.oidc_audience or ""],
+            skew_seconds=settings.oidc_clock_skew_seconds,
+        )
+        email = claims.get("email")
+        if not isinstance(email, str) or "@" not in email:
+            raise InvalidToken(
+                "The token names no email address; ask the identity provider for the email scope"
+            )
+        if "email_verified" in claims and claims["email_verified"] is not True:
+            raise Unauthorized(f"The identity provider has not verified {email}", code="email_unverified")
+        member, org = self._member(session, email.lower(), claims)
+        role = _granted_role(org, member, claims.get(settings.oidc_groups_claim))
+        caller = Caller(
+            org_id=org.id,
+            org_slug=org.slug,
+            org_name=org.name,
+            key_id=member.id,
+            key_name=f"sign-in {member.email}",
+            role=role,
+            key_role=role,
+            member_id=member.id,
+            member_email=member.email,
+            member_name=member.name,
+            via="oidc",
+            token_hash=token_hash(token),
+        )
+        return caller, _expiry(claims)
+
+    def _member(
+        self, session: Session, email: str, claims: Mapping[str, Any]
+    ) -> tuple[MemberRow, OrganizationRow]:
+        """The person's membership (the oldest, if several organizations have them), or one made now
+        in an organization that provisions their domain; else 401 saying why."""
+        rows = session.execute(
+            select(MemberRow, OrganizationRow)
+            .join(OrganizationRow, OrganizationRow.id == MemberRow.org_id)
+            .where(MemberRow.email == email)
+            .order_by(MemberRow.created_at, MemberRow.id)
+        ).all()
+        for member, org in rows:
+            if member.active:
+                return member, org
+        if rows:
+            raise Unauthorized(f"{email} has been removed from the organization", code="member_deactivated")
+        domain = email.rpartition("@")[2]
+        for org in session.scalars(select(OrganizationRow).order_by(OrganizationRow.created_at)):
+            if domain in org.sign_in_domains:
+                return self._provision(org.id, email, claims), org
+        raise Unauthorized(f"{email} is not a member of any organization here", code="unknown_member")
+
+    def _provision(self, org_id: str, email: str, claims: Mapping[str, Any]) -> MemberRow:
+        """Make the person a member with the organization's default sign-in role, on the audit trail
+        as done by them."""
+        with self.db.session(write=True) as session:
+            org = session.get_one(OrganizationRow, org_id)
+            name = claims.get("name") if isinstance(claims.get("name"), str) else email.partition("@")[0]
+            request = CreateMember(
+                org_slug=org.slug, email=email, name=name[:200], role=org.sign_in_default_role
+            )
+            try:
+                member = members.create_member(session, org_id=org.id, request=request)
+            except AlreadyExists:  # a concurrent first request made it
+                member = session.scalars(
+                    select(MemberRow).where(MemberRow.org_id == org_id, MemberRow.email == email)
+                ).one()
+                session.expunge(member)
+                return member
+            actor = Caller(
+                org_id=org.id,
+                org_slug=org.slug,
+                org_name=org.name,
+                key_id=member.id,
+                key_name=f"sign-in {email}",
+                role=member.role,
+                key_role=member.role,
+                member_id=member.id,
+                member_email=email,
+                member_name=member.name,
+                via="oidc",
+            )
+            record(
+                session,
+                actor=actor,
+                action="provisionMember",
+                result=Member.model_validate(member),
+                arguments={},
+                request_id=None,
+            )
+            session.flush()
+            session.expunge(member)
+            return member
+
+    # -- workloads ------------------------------------------------------------------------------
+
+    def _workload(self, session: Session, token: str, issuer: str) -> tuple[Caller, datetime]:
+        workloads = session.execute(
+            select(WorkloadIdentityRow, OrganizationRow)
+            .join(OrganizationRow, OrganizationRow.id == WorkloadIdentityRow.org_id)
+            .where(WorkloadIdentityRow.issuer.in_([issuer, issuer + "/"]))
+            .order_by(WorkloadIdentityRow.created_at, WorkloadIdentityRow.id)
+        ).all()
+        if not workloads:
+            raise InvalidToken(f"Tokens of '{issuer}' are not trusted here")
+        claims = verified_claims(
+            token,
+            keys=self.workload_keys,
+            issuer=unverified_issuer(token),
+            audiences=sorted({workload.audience for workload, _ in workloads}),
+            skew_seconds=self.settings.oidc_clock_skew_seconds,
+        )
+        audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
+        for workload, org in workloads:
+            if workload.audience in audiences and all(_holds(c, claims) for c in workload.conditions):
+                matched = {c["claim"]: claims[c["claim"]] for c in workload.conditions}
+                caller = Caller(
+                    org_id=org.id,
+                    org_slug=org.slug,
+                    org_name=org.name,
+                    key_id=workload.id,
+                    key_name=workload.name,
+                    role=workload.role,
+                    key_role=workload.role,
+                    via="workload",
+                    claims={"sub": claims.get("sub"), **matched},
+                    token_hash=token_hash(token),
+                )
+                return caller, _expiry(claims)
+        raise Unauthorized(
+            "The token's claims meet the conditions of no trusted workload", code="workload_not_trusted"
+        )
+
+
+def _holds(condition: Mapping[str, str], claims: Mapping[str, Any]) -> bool:
+    value = claims.get(condition["claim"])
+    if not isinstance(value, str | int | bool):
+        return False
+    text = str(value).lower() if isinstance(value, bool) else str(value)
+    if condition.get("equals") is not None:
+        return text == condition["equals"]
+    return fnmatch.fnmatchcase(text, condition["matches"])
+
+
+def _granted_role(org: OrganizationRow, member: MemberRow, groups: object) -> str:
+    """The member's role; with a group mapping, the highest role their groups grant now (the
+    default sign-in role when none does)."""
+    if not org.group_roles:
+        return member.role
+    best = org.sign_in_default_role
+    for group in groups if isinstance(groups, list) else []:
+        granted = org.group_roles.get(group) if isinstance(group, str) else None
+        if granted is not None and role_at_least(granted, best):
+            best = granted
+    return best
+
+
+def _expiry(claims: Mapping[str, Any]) -> datetime:
+    return datetime.fromtimestamp(int(claims["exp"]), tz=UTC)
+
+
+def token_hash(token: str) -> str:
+    return hashlib.sha256(token.encode()).hexdigest()
+
+
+# -- sign-in sessions ---------------------------------------------------------------------------
+
+
+def record_sign_in(session: Session, *, caller: Caller, expires_at: datetime) -> None:
+    """The token's first request: its session starts, and the sign-in is on the audit trail."""
+    row = SignInSessionRow(
+        org_id=caller.org_id,
+        token_hash=caller.token_hash,
+        member_id=caller.member_id,
+        workload_id=caller.key_id if caller.via == "workload" else None,
+        expires_at=expires_at,
+    )
+    if insert_unless_taken(session, row):
+        record(
+            session,
+            actor=caller,
+            action="signIn",
+            result=SignInSession.model_validate(row),
+            arguments={},
+            request_id=None,
+        )
+
+
+def sign_out(session: Session, *, caller: Caller) -> SignInSession:
+    """End the session of the caller's token: the token is refused from now on."""
+    if caller.token_hash is None:
+        raise InvalidInput(
+            "An API key has no session to sign out of; revoke the key instead", code="not_signed_in"
+        )
+    row = session.scalar(
+        select(SignInSessionRow).where(SignInSessionRow.token_hash == caller.token_hash).with_for_update()
+    )
+    if row is None:  # signed out at once, before its sign-in was recorded
+        row = SignInSessionRow(
+            org_id=caller.org_id,
+            token_hash=caller.token_hash,
+            member_id=caller.member_id,
+            workload_id=caller.key_id if caller.via == "workload" else None,
+            expires_at=utcnow(),
+        )
+        session.add(row)
+    row.ended_at = utcnow()
+    session.flush()
+    return SignInSession.model_validate(row)
+
+
+# -- trusted workloads --------------------------------------------------------------------------
+
+
+def create_workload(
+    session: Session, *, org_id: str, request: CreateWorkloadIdentity, settings: Settings
+) -> WorkloadIdentityRow:
+    _check_issuer(request.issuer, settings)
+    row = WorkloadIdentityRow(
+        org_id=org_id,
+        name=request.name,
+        issuer=request.issuer.rstrip("/"),
+        audience=request.audience,
+        conditions=[c.model_dump(exclude_none=True) for c in request.conditions],
+        role=request.role,
+    )
+    if not insert_unless_taken(session, row):
+        raise AlreadyExists(f"A trusted workload named '{request.name}' already exists", field="name")
+    return row
+
+
+def list_workloads(session: Session, *, org_id: str) -> list[WorkloadIdentityRow]:
+    return list(
+        session.scalars(
+            select(WorkloadIdentityRow)
+            .where(WorkloadIdentityRow.org_id == org_id)
+            .order_by(WorkloadIdentityRow.name)
+        )
+    )
+
+
+def get_workload(session: Session, *, org_id: str, workload_id: str) -> WorkloadIdentityRow:
+    row = session.scalar(
+        select(WorkloadIdentityRow).where(
+            WorkloadIdentityRow.id == workload_id, WorkloadIdentityRow.org_id == org_id
+        )
+    )
+    if row is None:
+        raise NotFound(f"No trusted workload '{workload_id}' in this organization", field="workloadId")
+    return row
+
+
+def update_workload(
+    session: Session, *, org_id: str, workload_id: str, request: UpdateWorkloadIdentity, settings: Settings
+) -> WorkloadIdentityRow:
+    row = get_workload(session, org_id=org_id, workload_id=workload_id)
+    changes = request.model_dump(exclude_unset=True, exclude={"org_slug"}, by_alias=False)
+    if "issuer" in changes:
+        _check_issuer(changes["issuer"], settings)
+        changes["issuer"] = changes["issuer"].rstrip("/")
+    if "conditions" in changes:
+        changes["conditions"] = [c.model_dump(exclude_none=True) for c in request.conditions or []]
+    for field, value in changes.items():
+        if getattr(row, field) != value:
+            setattr(row, field, value)
+    try:
+        with session.begin_nested():
+            session.flush()
+    except IntegrityError as exc:
+        raise AlreadyExists(f"A trusted workload named '{row.name}' already exists", field="name") from exc
+    return row
+
+
+def delete_workload(session: Session, *, org_id: str, workload_id: str) -> WorkloadIdentity:
+    row = get_workload(session, org_id=org_id, workload_id=workload_id)
+    answer = WorkloadIdentity.model_validate(row)
+    session.delete(row)
+    session.flush()
+    return answer
+
+
+def _check_issuer(issuer: str, settings: Settings) -> None:
+    try:
+        check_url_syntax(issuer)
+        check_outbound_url(issuer, settings)
+    except OutboundRefused as exc:
+        raise InvalidInput(str(exc), field="issuer") from exc

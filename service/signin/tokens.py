@@ -1,0 +1,65 @@
+"""Verifying an OpenID Connect token (a JWT) with joserfc: its signature against its issuer's
+published keys, then `iss`, `aud`, `exp` and `nbf`, within the allowed clock skew. Each refusal is
+a 401 whose code says why (`token_expired`, `invalid_token`)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from joserfc import jws, jwt
+from joserfc.errors import ExpiredTokenError, JoseError
+
+from service.errors import Unauthorized
+from service.signin.keysets import IssuerKeys
+
+# Signatures by public keys only: a shared-secret (HS*) or unsigned token proves nothing here.
+ALGORITHMS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512", "ES256", "ES384", "ES512", "EdDSA")
+
+
+class InvalidToken(Unauthorized):
+    code = "invalid_token"
+
+
+def looks_like_jwt(credential: str) -> bool:
+    """A JWS in compact form: three base64url parts separated by dots."""
+    return credential.count(".") == 2 and credential.startswith("eyJ")
+
+
+def unverified_issuer(token: str) -> str:
+    """The `iss` the token claims, read before anything is verified: it says whose keys to verify
+    it with, and nothing else is taken from it."""
+    try:
+        claims = json.loads(jws.extract_compact(token.encode()).payload)
+    except (JoseError, ValueError) as exc:
+        raise InvalidToken("The bearer token is not a well-formed JWT") from exc
+    issuer = claims.get("iss") if isinstance(claims, dict) else None
+    if not isinstance(issuer, str) or not issuer:
+        raise InvalidToken("The token names no issuer (iss)")
+    return issuer
+
+
+def verified_claims(
+    token: str, *, keys: IssuerKeys, issuer: str, audiences: list[str], skew_seconds: int
+) -> dict[str, Any]:
+    """The claims of a token `issuer` signed for one of `audiences` that is valid now, or 401."""
+    try:
+        kid = jws.extract_compact(token.encode()).headers().get("kid")
+        verified = jwt.decode(token, keys.for_key_id(issuer, kid), algorithms=list(ALGORITHMS))
+    except JoseError as exc:
+        raise InvalidToken(
+            f"The token's signature does not verify with the keys '{issuer}' publishes"
+        ) from exc
+    registry = jwt.JWTClaimsRegistry(
+        leeway=skew_seconds,
+        iss={"essential": True, "value": issuer},
+        aud={"essential": True, "values": audiences},
+        exp={"essential": True},
+    )
+    try:
+        registry.validate(verified.claims)
+    except ExpiredTokenError as exc:
+        raise Unauthorized("The token has expired; sign in again", code="token_expired") from exc
+    except JoseError as exc:
+        raise InvalidToken(f"The token is not valid here: {exc.description or exc.error}") from exc
+    return verified.claims
