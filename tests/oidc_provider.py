@@ -27,7 +27,6 @@ CI_AUDIENCE = "urn:orgdeck:ci"
 CLIENT_SECRETS = {
     "orgdeck-console": "console-secret",
     "other-app": "other-secret",
-    "short-lived": "short-secret",
     "ci-main": "ci-main-secret",
     "ci-fork": "ci-fork-secret",
 }

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -31,7 +31,7 @@ from service.outbound.urls import OutboundRefused, check_outbound_url, check_url
 from service.settings import Settings
 from service.signin.keysets import IssuerKeys
 from service.signin.models import SignInSessionRow, WorkloadIdentityRow
-from service.signin.tokens import InvalidToken, looks_like_jwt, unverified_issuer, verified_claims
+from service.signin.tokens import InvalidToken, looks_like_jwt, unverified_claims, verified_claims
 from service.storage.db import Database, insert_unless_taken, utcnow
 from service.trail.recording import record
 
@@ -67,11 +67,12 @@ class TokenAuthenticator:
 
     def __call__(self, session: Session, credential: str) -> Authenticated:
         try:
-            issuer = unverified_issuer(credential).rstrip("/")
-            if self.company_issuer and issuer == self.company_issuer:
+            stated = unverified_claims(credential)
+            issuer = stated["iss"].rstrip("/")
+            if issuer == self.company_issuer and self._for_people(session, issuer, stated.get("aud")):
                 caller, expires_at = self._person(session, credential)
             else:
-                caller, expires_at = self._workload(session, credential, issuer)
+                caller, expires_at = self._workload(session, credential, stated["iss"])
         except Unauthorized as refusal:
             return Authenticated(refusal=refusal)
         known = session.scalar(
@@ -88,6 +89,14 @@ class TokenAuthenticator:
             None if started else functools.partial(record_sign_in, caller=caller, expires_at=expires_at)
         )
         return Authenticated(caller=caller, afterwards=afterwards)
+
+    def _for_people(self, session: Session, issuer: str, audience: object) -> bool:
+        """Whether a token of the company's issuer is a person's: it is for the service's audience,
+        or no workload of that issuer is trusted (the person's path then says what is wrong)."""
+        audiences = audience if isinstance(audience, list) else [audience]
+        if self.settings.oidc_audience in audiences:
+            return True
+        return session.scalar(select(WorkloadIdentityRow.id).where(_of_issuer(issuer)).limit(1)) is None
 
     # -- people ---------------------------------------------------------------------------------
 
@@ -192,10 +201,11 @@ class TokenAuthenticator:
     # -- workloads ------------------------------------------------------------------------------
 
     def _workload(self, session: Session, token: str, issuer: str) -> tuple[Caller, datetime]:
+        """The first trusted workload (oldest first) whose audience and conditions the token meets."""
         workloads = session.execute(
             select(WorkloadIdentityRow, OrganizationRow)
             .join(OrganizationRow, OrganizationRow.id == WorkloadIdentityRow.org_id)
-            .where(WorkloadIdentityRow.issuer.in_([issuer, issuer + "/"]))
+            .where(_of_issuer(issuer))
             .order_by(WorkloadIdentityRow.created_at, WorkloadIdentityRow.id)
         ).all()
         if not workloads:
@@ -203,7 +213,7 @@ class TokenAuthenticator:
         claims = verified_claims(
             token,
             keys=self.workload_keys,
-            issuer=unverified_issuer(token),
+            issuer=issuer,
             audiences=sorted({workload.audience for workload, _ in workloads}),
             skew_seconds=self.settings.oidc_clock_skew_seconds,
         )
@@ -227,6 +237,11 @@ class TokenAuthenticator:
         raise Unauthorized(
             "The token's claims meet the conditions of no trusted workload", code="workload_not_trusted"
         )
+
+
+def _of_issuer(issuer: str) -> ColumnElement[bool]:
+    """Workloads of `issuer` (kept without a trailing slash, which a token's iss may have)."""
+    return WorkloadIdentityRow.issuer == issuer.rstrip("/")
 
 
 def _holds(condition: Mapping[str, str], claims: Mapping[str, Any]) -> bool:

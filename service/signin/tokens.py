@@ -26,17 +26,16 @@ def looks_like_jwt(credential: str) -> bool:
     return credential.count(".") == 2 and credential.startswith("eyJ")
 
 
-def unverified_issuer(token: str) -> str:
-    """The `iss` the token claims, read before anything is verified: it says whose keys to verify
-    it with, and nothing else is taken from it."""
+def unverified_claims(token: str) -> dict[str, Any]:
+    """The claims as the token states them, before anything is verified: its `iss` and `aud` say
+    whose keys to verify it with and whether it is a person's or a workload's, nothing more."""
     try:
         claims = json.loads(jws.extract_compact(token.encode()).payload)
     except (JoseError, ValueError) as exc:
         raise InvalidToken("The bearer token is not a well-formed JWT") from exc
-    issuer = claims.get("iss") if isinstance(claims, dict) else None
-    if not isinstance(issuer, str) or not issuer:
+    if not isinstance(claims, dict) or not isinstance(claims.get("iss"), str) or not claims["iss"]:
         raise InvalidToken("The token names no issuer (iss)")
-    return issuer
+    return claims
 
 
 def verified_claims(

@@ -7,7 +7,7 @@
 // PORT serves the provider the service trusts; OTHER_PORT an unrelated one (a wrong issuer).
 // Two test-only routes stand in for what an identity provider's administrators do:
 //   POST /test/rotate           signs from now on with a new key (the old one is still published)
-//   PUT  /test/accounts/:id     changes a person's email or groups (JSON body)
+//   PUT  /test/accounts/:id     changes a person's email, groups or token_ttl (JSON body)
 import http from 'node:http';
 import { generateKeyPair, exportJWK } from 'jose';
 import Provider from 'oidc-provider';
@@ -46,14 +46,6 @@ const clients = [
     grant_types: ['authorization_code'],
     response_types: ['code'],
   },
-  // Its ID tokens live one second: an expired token without waiting long.
-  {
-    client_id: 'short-lived',
-    client_secret: 'short-secret',
-    redirect_uris: redirectUris,
-    grant_types: ['authorization_code'],
-    response_types: ['code'],
-  },
   ...Object.keys(jobClaims).map((id) => ({
     client_id: id,
     client_secret: `${id}-secret`,
@@ -76,14 +68,16 @@ function configuration(keys) {
     findAccount: async (ctx, id) => {
       const account = accounts[id];
       if (!account) return undefined;
-      return { accountId: id, claims: async () => ({ sub: id, ...account }) };
+      const { token_ttl: _ttl, ...claims } = account;
+      return { accountId: id, claims: async () => ({ sub: id, ...claims }) };
     },
     claims: { openid: ['sub'], email: ['email', 'email_verified'], profile: ['name'], groups: ['groups'] },
     scopes: ['openid', 'email', 'profile', 'groups'],
     // Every claim in the ID token itself, as the service reads it from there.
     conformIdTokenClaims: false,
     ttl: {
-      IdToken: (ctx, token, client) => (client.clientId === 'short-lived' ? 1 : 3600),
+      // A person's `token_ttl` (set with PUT /test/accounts/:id): an expired token without waiting long.
+      IdToken: (ctx) => accounts[ctx.oidc.account?.accountId]?.token_ttl || 3600,
       AccessToken: 600,
     },
     features: {
