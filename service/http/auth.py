@@ -21,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -57,8 +58,9 @@ class Caller:
     # key_id is the workload's id, `claims` what its conditions matched).
     via: str = "key"
     claims: Mapping[str, Any] | None = None
-    # The SHA-256 of a token (oidc, workload): what its sign-in session is kept under.
+    # A token's (oidc, workload) SHA-256, which its sign-in session is kept under, and its expiry.
     token_hash: str | None = None
+    token_expires_at: datetime | None = None
 
     def org_id_for(self, org_slug: str) -> str:
         """The organization id when `org_slug` is the caller's own, else 403."""

@@ -70,9 +70,9 @@ class TokenAuthenticator:
             stated = unverified_claims(credential)
             issuer = stated["iss"].rstrip("/")
             if issuer == self.company_issuer and self._for_people(session, issuer, stated.get("aud")):
-                caller, expires_at = self._person(session, credential)
+                caller = self._person(session, credential)
             else:
-                caller, expires_at = self._workload(session, credential, stated["iss"])
+                caller = self._workload(session, credential, stated["iss"])
         except Unauthorized as refusal:
             return Authenticated(refusal=refusal)
         known = session.scalar(
@@ -85,9 +85,7 @@ class TokenAuthenticator:
         started = session.scalar(
             select(SignInSessionRow.id).where(SignInSessionRow.token_hash == caller.token_hash)
         )
-        afterwards = (
-            None if started else functools.partial(record_sign_in, caller=caller, expires_at=expires_at)
-        )
+        afterwards = None if started else functools.partial(record_sign_in, caller=caller)
         return Authenticated(caller=caller, afterwards=afterwards)
 
     def _for_people(self, session: Session, issuer: str, audience: object) -> bool:
@@ -100,7 +98,7 @@ class TokenAuthenticator:
 
     # -- people ---------------------------------------------------------------------------------
 
-    def _person(self, session: Session, token: str) -> tuple[Caller, datetime]:
+    def _person(self, session: Session, token: str) -> Caller:
         settings = self.settings
         claims = verified_claims(
             token,
@@ -118,7 +116,7 @@ class TokenAuthenticator:
             raise Unauthorized(f"The identity provider has not verified {email}", code="email_unverified")
         member, org = self._member(session, email.lower(), claims)
         role = _granted_role(org, member, claims.get(settings.oidc_groups_claim))
-        caller = Caller(
+        return Caller(
             org_id=org.id,
             org_slug=org.slug,
             org_name=org.name,
@@ -131,8 +129,8 @@ class TokenAuthenticator:
             member_name=member.name,
             via="oidc",
             token_hash=token_hash(token),
+            token_expires_at=_expiry(claims),
         )
-        return caller, _expiry(claims)
 
     def _member(
         self, session: Session, email: str, claims: Mapping[str, Any]
@@ -200,7 +198,7 @@ class TokenAuthenticator:
 
     # -- workloads ------------------------------------------------------------------------------
 
-    def _workload(self, session: Session, token: str, issuer: str) -> tuple[Caller, datetime]:
+    def _workload(self, session: Session, token: str, issuer: str) -> Caller:
         """The first trusted workload (oldest first) whose audience and conditions the token meets."""
         workloads = session.execute(
             select(WorkloadIdentityRow, OrganizationRow)
@@ -221,7 +219,7 @@ class TokenAuthenticator:
         for workload, org in workloads:
             if workload.audience in audiences and all(_holds(c, claims) for c in workload.conditions):
                 matched = {c["claim"]: claims[c["claim"]] for c in workload.conditions}
-                caller = Caller(
+                return Caller(
                     org_id=org.id,
                     org_slug=org.slug,
                     org_name=org.name,
@@ -232,8 +230,8 @@ class TokenAuthenticator:
                     via="workload",
                     claims={"sub": claims.get("sub"), **matched},
                     token_hash=token_hash(token),
+                    token_expires_at=_expiry(claims),
                 )
-                return caller, _expiry(claims)
         raise Unauthorized(
             "The token's claims meet the conditions of no trusted workload", code="workload_not_trusted"
         )
@@ -278,14 +276,14 @@ def token_hash(token: str) -> str:
 # -- sign-in sessions ---------------------------------------------------------------------------
 
 
-def record_sign_in(session: Session, *, caller: Caller, expires_at: datetime) -> None:
+def record_sign_in(session: Session, *, caller: Caller) -> None:
     """The token's first request: its session starts, and the sign-in is on the audit trail."""
     row = SignInSessionRow(
         org_id=caller.org_id,
         token_hash=caller.token_hash,
         member_id=caller.member_id,
         workload_id=caller.key_id if caller.via == "workload" else None,
-        expires_at=expires_at,
+        expires_at=caller.token_expires_at,
     )
     if insert_unless_taken(session, row):
         record(
@@ -304,18 +302,11 @@ def sign_out(session: Session, *, caller: Caller) -> SignInSession:
         raise InvalidInput(
             "An API key has no session to sign out of; revoke the key instead", code="not_signed_in"
         )
-    row = session.scalar(
+    # The token's sign-in is recorded after its first answer: this may come first.
+    record_sign_in(session, caller=caller)
+    row = session.scalars(
         select(SignInSessionRow).where(SignInSessionRow.token_hash == caller.token_hash).with_for_update()
-    )
-    if row is None:  # signed out at once, before its sign-in was recorded
-        row = SignInSessionRow(
-            org_id=caller.org_id,
-            token_hash=caller.token_hash,
-            member_id=caller.member_id,
-            workload_id=caller.key_id if caller.via == "workload" else None,
-            expires_at=utcnow(),
-        )
-        session.add(row)
+    ).one()
     row.ended_at = utcnow()
     session.flush()
     return SignInSession.model_validate(row)
