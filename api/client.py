@@ -98,8 +98,10 @@ class OrgdeckClient:
         """
         method = method.upper()
         all_headers = dict(headers or {})
-        if self.api_key:
+        if self.api_key and self.api_key.startswith(constants.API_KEY_PREFIX):
             all_headers["X-API-Key"] = self.api_key
+        elif self.api_key:
+            all_headers["Authorization"] = f"Bearer {self.api_key}"
         if method in constants.KEYED_METHODS and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER):
             all_headers[constants.IDEMPOTENCY_HEADER] = str(uuid.uuid4())
         retry_safe = method in constants.SAFE_METHODS or _has_header(

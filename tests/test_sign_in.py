@@ -4,15 +4,22 @@ are 401 with their code; a CI job's own token acts as the trusted workload whose
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlsplit
 
 import httpx
 import pytest
 
 from service.runtime.server import ServerThread
-from tests.conftest import Org, make_settings
+from tests.conftest import ROOT, Org, make_settings
 from tests.oidc_provider import CI_AUDIENCE, CONSOLE_CLIENT, IdentityProvider
 
 
@@ -293,3 +300,78 @@ def test_api_keys_keep_working_beside_tokens(api, org):
     assert api.get("/whoami", headers=org.headers).json()["via"] == "key"
     assert api.get("/whoami", headers={"Authorization": f"Bearer {org.key}"}).json()["via"] == "key"
     assert refusal(api.get("/whoami", headers=bearer("odk_not-a-key"))) == "unauthorized"
+
+
+class GitHubTokenService:
+    """GitHub Actions' token service for a job, on loopback: answers the job's OpenID Connect token
+    (one the provider issued) to a request with the job's request token and an audience."""
+
+    REQUEST_TOKEN = "runner-request-token"
+
+    def __init__(self, job_token: str) -> None:
+        self.audiences: list[str] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                if self.headers.get("Authorization") != f"bearer {outer.REQUEST_TOKEN}":
+                    self.send_error(401)
+                    return
+                outer.audiences += parse_qs(urlsplit(self.path).query).get("audience", [])
+                body = json.dumps({"value": job_token}).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}/token?api-version=2.0"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_orgdeck_in_a_pipeline_uses_the_jobs_token_instead_of_a_key(
+    api, org, identity_provider, signin_server, tmp_path
+):
+    trusted = workload(api, org, identity_provider.issuer)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ORGDECK_", "ACTIONS_"))}
+    env |= {"ORGDECK_CONFIG": str(tmp_path / "config.json"), "ORGDECK_API_URL": signin_server.url}
+
+    def orgdeck(**extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "api", "whoami", "--json"],
+            cwd=ROOT,
+            env=env | extra,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+
+    github = GitHubTokenService(identity_provider.job_token("ci-main"))
+    try:
+        ran = orgdeck(
+            ACTIONS_ID_TOKEN_REQUEST_URL=github.url,
+            ACTIONS_ID_TOKEN_REQUEST_TOKEN=GitHubTokenService.REQUEST_TOKEN,
+            ORGDECK_OIDC_AUDIENCE=CI_AUDIENCE,
+        )
+    finally:
+        github.close()
+    assert ran.returncode == 0, ran.stderr
+    assert (json.loads(ran.stdout)["via"], json.loads(ran.stdout)["keyId"]) == ("workload", trusted["id"])
+    assert github.audiences == [CI_AUDIENCE]
+
+    ran = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-main"))
+    assert ran.returncode == 0, ran.stderr
+    assert json.loads(ran.stdout)["keyId"] == trusted["id"]
+
+    refused = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-fork"))
+    assert refused.returncode != 0
+    assert "claims meet the conditions of no trusted workload" in refused.stderr
