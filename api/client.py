@@ -26,6 +26,7 @@ from api.members import MembersResource
 from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
 from api.registries import RegistriesResource
+from api.signin import SignInSession, WorkloadIdentitiesResource
 from api.system import Caller, Health, least_roles
 from api.tools import ToolDeploymentsResource, ToolsResource
 
@@ -59,6 +60,7 @@ class OrgdeckClient:
         )
         self.api_keys = ApiKeysResource(self)
         self.members = MembersResource(self)
+        self.workload_identities = WorkloadIdentitiesResource(self)
         self.audit = AuditResource(self)
         self.agents = AgentsResource(self)
         self.fleets = FleetsResource(self)
@@ -161,6 +163,10 @@ class OrgdeckClient:
     def sign_in(self) -> ApiKey:
         """Record that a person signed in to a console with this key (an audit event); the key."""
         return ApiKey.model_validate(self.request("POST", "/sign-in", json={}))
+
+    def sign_out(self) -> SignInSession:
+        """End the session of the identity provider's token this client sends (an audit event)."""
+        return SignInSession.model_validate(self.request("POST", "/sign-out", json={}))
 
 
 def _decode(response: httpx.Response) -> Any:

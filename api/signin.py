@@ -3,12 +3,13 @@ Connect token as the Bearer) and signing out."""
 
 from __future__ import annotations
 
-from typing import Annotated, Self
+from typing import Annotated, Any, Self
 
 from pydantic import Field, StringConstraints, model_validator
 
-from api.common import Name, OrgScoped, Patch, Record, Request, Timestamp
+from api.common import Name, OrgScoped, Page, Patch, Record, Request, Timestamp
 from api.members import Role
+from api.resource import Resource, body
 
 ClaimName = Annotated[str, StringConstraints(min_length=1, max_length=100)]
 ClaimValue = Annotated[str, StringConstraints(min_length=1, max_length=500)]
@@ -76,3 +77,52 @@ class SignInSession(Record):
     started_at: Timestamp
     expires_at: Timestamp
     ended_at: Timestamp | None = None
+
+
+class WorkloadIdentitiesResource(Resource):
+    def create(
+        self,
+        name: str,
+        issuer: str,
+        audience: str,
+        conditions: list[dict[str, str]],
+        role: str,
+        *,
+        org_slug: str | None = None,
+    ) -> WorkloadIdentity:
+        """Trust a CI platform's jobs whose tokens meet every condition (`{claim, equals|matches}`)."""
+        payload = body(
+            CreateWorkloadIdentity,
+            org_slug=self._org(org_slug),
+            name=name,
+            issuer=issuer,
+            audience=audience,
+            conditions=[ClaimCondition.model_validate(condition) for condition in conditions],
+            role=role,
+        )
+        return WorkloadIdentity.model_validate(
+            self._client.request("POST", "/workload-identities", json=payload)
+        )
+
+    def list(self, *, org_slug: str | None = None) -> Page[WorkloadIdentity]:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("GET", "/workload-identities", params=params)
+        return Page[WorkloadIdentity].model_validate(answer)
+
+    def get(self, workload_id: str, *, org_slug: str | None = None) -> WorkloadIdentity:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("GET", f"/workload-identities/{workload_id}", params=params)
+        return WorkloadIdentity.model_validate(answer)
+
+    def update(self, workload_id: str, *, org_slug: str | None = None, **changes: Any) -> WorkloadIdentity:
+        """Change some of name, issuer, audience, conditions, role."""
+        if "conditions" in changes:
+            changes["conditions"] = [ClaimCondition.model_validate(c) for c in changes["conditions"]]
+        payload = body(UpdateWorkloadIdentity, org_slug=self._org(org_slug), **changes)
+        answer = self._client.request("PATCH", f"/workload-identities/{workload_id}", json=payload)
+        return WorkloadIdentity.model_validate(answer)
+
+    def delete(self, workload_id: str, *, org_slug: str | None = None) -> WorkloadIdentity:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("DELETE", f"/workload-identities/{workload_id}", params=params)
+        return WorkloadIdentity.model_validate(answer)
