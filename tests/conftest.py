@@ -31,7 +31,7 @@ from service.runtime.server import ServerThread
 from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from tests.oidc_provider import IdentityProvider, running_provider
+from tests.oidc_provider import CONSOLE_CLIENT, IdentityProvider, running_provider
 from tests.oidc_provider import missing_part as oidc_provider_missing
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -183,6 +183,24 @@ def identity_provider() -> Iterator[IdentityProvider]:
         require("The OpenID Connect provider", reason)
     with running_provider() as provider:
         yield provider
+
+
+@pytest.fixture(scope="session")
+def signin_server(
+    tmp_path_factory: pytest.TempPathFactory, database_url: str, db, identity_provider: IdentityProvider
+) -> Iterator[ServerThread]:
+    """A service that signs people in with the test identity provider (tests/oidc), beside API keys."""
+    settings = make_settings(
+        tmp_path_factory.mktemp("signin"),
+        database_url,
+        oidc_issuer=identity_provider.issuer,
+        oidc_audience=CONSOLE_CLIENT,
+        oidc_clock_skew_seconds=0,
+        oidc_jwks_refresh_seconds=0,
+    )
+    thread = ServerThread(settings).start()
+    yield thread
+    thread.stop()
 
 
 @pytest.fixture

@@ -117,6 +117,10 @@ class IdentityProvider:
         """Sign with a new key from now on; its kid."""
         return httpx.post(f"{self.issuer}/test/rotate", timeout=10).raise_for_status().json()["kid"]
 
+    def allow_redirect(self, uri: str) -> None:
+        """Let the clients redirect to `uri` (a console's /oauth2callback) after signing in."""
+        httpx.post(f"{self.issuer}/test/redirect-uris", json={"uri": uri}, timeout=10).raise_for_status()
+
     def change_account(self, account: str, **claims: object) -> None:
         httpx.put(f"{self.issuer}/test/accounts/{account}", json=claims, timeout=10).raise_for_status()
 

@@ -19,25 +19,8 @@ import httpx
 import pytest
 
 from service.runtime.server import ServerThread
-from tests.conftest import ROOT, Org, make_settings
-from tests.oidc_provider import CI_AUDIENCE, CONSOLE_CLIENT, IdentityProvider
-
-
-@pytest.fixture(scope="module")
-def signin_server(
-    tmp_path_factory: pytest.TempPathFactory, database_url: str, db, identity_provider: IdentityProvider
-) -> Iterator[ServerThread]:
-    settings = make_settings(
-        tmp_path_factory.mktemp("signin"),
-        database_url,
-        oidc_issuer=identity_provider.issuer,
-        oidc_audience=CONSOLE_CLIENT,
-        oidc_clock_skew_seconds=0,
-        oidc_jwks_refresh_seconds=0,
-    )
-    thread = ServerThread(settings).start()
-    yield thread
-    thread.stop()
+from tests.conftest import ROOT, Org
+from tests.oidc_provider import CI_AUDIENCE, IdentityProvider
 
 
 @pytest.fixture

@@ -8,6 +8,7 @@
 // Two test-only routes stand in for what an identity provider's administrators do:
 //   POST /test/rotate           signs from now on with a new key (the old one is still published)
 //   PUT  /test/accounts/:id     changes a person's email, groups or token_ttl (JSON body)
+//   POST /test/redirect-uris    lets the clients redirect to one more address (JSON {"uri": ...})
 import http from 'node:http';
 import { generateKeyPair, exportJWK } from 'jose';
 import Provider from 'oidc-provider';
@@ -117,6 +118,15 @@ async function serve(listenPort, withTestRoutes) {
       provider = new Provider(issuer, configuration(keys));
       res.writeHead(200, { 'content-type': 'application/json' });
       res.end(JSON.stringify({ kid: keys[0].kid }));
+      return;
+    }
+    if (withTestRoutes && req.method === 'POST' && req.url === '/test/redirect-uris') {
+      let body = '';
+      for await (const chunk of req) body += chunk;
+      redirectUris.push(JSON.parse(body).uri);
+      provider = new Provider(issuer, configuration(keys));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ redirect_uris: redirectUris }));
       return;
     }
     const account = withTestRoutes && req.method === 'PUT' && req.url.match(/^\/test\/accounts\/(\w+)$/);
