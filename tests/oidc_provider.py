@@ -102,10 +102,10 @@ class IdentityProvider:
             tokens.raise_for_status()
             return tokens.json()["id_token"]
 
-    def job_token(self, job: str, *, audience: str = CI_AUDIENCE) -> str:
+    def job_token(self, job: str, *, audience: str = CI_AUDIENCE, issuer: str | None = None) -> str:
         """A CI job's own token (a JWT with its repository and ref), as its platform issues it."""
         answer = httpx.post(
-            f"{self.issuer}/token",
+            f"{issuer or self.issuer}/token",
             data={"grant_type": "client_credentials", "resource": audience, "scope": "deploy"},
             auth=(job, CLIENT_SECRETS[job]),
             timeout=10,

@@ -20,7 +20,7 @@ import pytest
 
 from service.runtime.server import ServerThread
 from tests.conftest import ROOT, Org
-from tests.oidc_provider import CI_AUDIENCE, IdentityProvider
+from tests.oidc_provider import IdentityProvider
 
 
 @pytest.fixture
@@ -202,12 +202,19 @@ def test_sign_out_ends_the_tokens_session(api, org, identity_provider, person):
     assert api.post("/sign-out", headers=org.headers).json()["code"] == "not_signed_in"
 
 
-def workload(api: httpx.Client, org: Org, issuer: str, **overrides: object) -> dict:
+@pytest.fixture
+def ci_audience() -> str:
+    """An audience of this test's own: trusted workloads of every organization share the issuer, and
+    the oldest whose conditions a token meets is the one it acts as."""
+    return f"urn:orgdeck:ci:{uuid.uuid4().hex[:10]}"
+
+
+def workload(api: httpx.Client, org: Org, issuer: str, audience: str, **overrides: object) -> dict:
     body = {
         "orgSlug": org.slug,
         "name": f"deploy-{uuid.uuid4().hex[:6]}",
         "issuer": issuer,
-        "audience": CI_AUDIENCE,
+        "audience": audience,
         "conditions": [
             {"claim": "repository", "equals": "acme/agents"},
             {"claim": "ref", "matches": "refs/heads/*"},
@@ -220,11 +227,10 @@ def workload(api: httpx.Client, org: Org, issuer: str, **overrides: object) -> d
 
 
 def test_a_ci_jobs_token_acts_as_the_workload_whose_conditions_it_meets(
-    api, org, other_org, identity_provider
+    api, org, identity_provider, ci_audience
 ):
-    # The other provider trusts its own jobs: nothing here depends on ORGDECK_OIDC_ISSUER.
-    trusted = workload(api, org, identity_provider.issuer)
-    token = identity_provider.job_token("ci-main")
+    trusted = workload(api, org, identity_provider.issuer, ci_audience)
+    token = identity_provider.job_token("ci-main", audience=ci_audience)
 
     whoami = api.get("/whoami", headers=bearer(token)).json()
     assert (whoami["via"], whoami["keyId"], whoami["role"]) == ("workload", trusted["id"], "operator")
@@ -240,18 +246,31 @@ def test_a_ci_jobs_token_acts_as_the_workload_whose_conditions_it_meets(
         "ref": "refs/heads/main",
     }
     assert (
-        refusal(api.get("/whoami", headers=bearer(identity_provider.job_token("ci-fork"))))
+        refusal(
+            api.get("/whoami", headers=bearer(identity_provider.job_token("ci-fork", audience=ci_audience)))
+        )
         == "workload_not_trusted"
     )
 
     api.delete(f"/workload-identities/{trusted['id']}", headers=org.headers, params={"orgSlug": org.slug})
-    assert (
-        refusal(api.get("/whoami", headers=bearer(identity_provider.job_token("ci-main")))) == "invalid_token"
+    after = api.get("/whoami", headers=bearer(identity_provider.job_token("ci-main", audience=ci_audience)))
+    # invalid_token when no workload of the issuer is left (other tests' may be, for other audiences).
+    assert refusal(after) in {"workload_not_trusted", "invalid_token"}
+
+
+def test_a_workloads_issuer_needs_no_configuration_of_the_service(api, org, identity_provider, ci_audience):
+    """The service knows only the company's issuer; a CI platform's is the organization's choice."""
+    trusted = workload(api, org, identity_provider.other_issuer, ci_audience)
+    token = identity_provider.job_token(
+        "ci-main", audience=ci_audience, issuer=identity_provider.other_issuer
     )
+    whoami = api.get("/whoami", headers=bearer(token))
+    assert whoami.status_code == 200, whoami.text
+    assert (whoami.json()["via"], whoami.json()["keyId"]) == ("workload", trusted["id"])
 
 
-def test_workload_identities_are_managed_by_admins(api, org, identity_provider):
-    trusted = workload(api, org, identity_provider.issuer)
+def test_workload_identities_are_managed_by_admins(api, org, identity_provider, ci_audience):
+    trusted = workload(api, org, identity_provider.issuer, ci_audience)
     params = {"orgSlug": org.slug}
     assert (
         api.get(f"/workload-identities/{trusted['id']}", headers=org.headers, params=params).json() == trusted
@@ -321,9 +340,9 @@ class GitHubTokenService:
 
 
 def test_orgdeck_in_a_pipeline_uses_the_jobs_token_instead_of_a_key(
-    api, org, identity_provider, signin_server, tmp_path
+    api, org, identity_provider, signin_server, tmp_path, ci_audience
 ):
-    trusted = workload(api, org, identity_provider.issuer)
+    trusted = workload(api, org, identity_provider.issuer, ci_audience)
     env = {k: v for k, v in os.environ.items() if not k.startswith(("ORGDECK_", "ACTIONS_"))}
     env |= {"ORGDECK_CONFIG": str(tmp_path / "config.json"), "ORGDECK_API_URL": signin_server.url}
 
@@ -338,23 +357,23 @@ def test_orgdeck_in_a_pipeline_uses_the_jobs_token_instead_of_a_key(
             check=False,
         )
 
-    github = GitHubTokenService(identity_provider.job_token("ci-main"))
+    github = GitHubTokenService(identity_provider.job_token("ci-main", audience=ci_audience))
     try:
         ran = orgdeck(
             ACTIONS_ID_TOKEN_REQUEST_URL=github.url,
             ACTIONS_ID_TOKEN_REQUEST_TOKEN=GitHubTokenService.REQUEST_TOKEN,
-            ORGDECK_OIDC_AUDIENCE=CI_AUDIENCE,
+            ORGDECK_OIDC_AUDIENCE=ci_audience,
         )
     finally:
         github.close()
     assert ran.returncode == 0, ran.stderr
     assert (json.loads(ran.stdout)["via"], json.loads(ran.stdout)["keyId"]) == ("workload", trusted["id"])
-    assert github.audiences == [CI_AUDIENCE]
+    assert github.audiences == [ci_audience]
 
-    ran = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-main"))
+    ran = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-main", audience=ci_audience))
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["keyId"] == trusted["id"]
 
-    refused = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-fork"))
+    refused = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-fork", audience=ci_audience))
     assert refused.returncode != 0
     assert "claims meet the conditions of no trusted workload" in refused.stderr

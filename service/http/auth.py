@@ -145,7 +145,7 @@ class Authentication:
             with self.db.session(write=True) as session:
                 authenticated.afterwards(session)
         except SQLAlchemyError as exc:
-            logger.warning("Could not record the use of key %s: %s", authenticated.caller.key_id, exc)
+            logger.warning("Could not record the use of %s: %s", authenticated.caller.key_id, exc)
 
 
 def authenticated(scope: Scope) -> Authenticated:

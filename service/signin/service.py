@@ -75,17 +75,14 @@ class TokenAuthenticator:
                 caller = self._workload(session, credential, stated["iss"])
         except Unauthorized as refusal:
             return Authenticated(refusal=refusal)
-        known = session.scalar(
+        started = session.execute(
             select(SignInSessionRow.ended_at).where(SignInSessionRow.token_hash == caller.token_hash)
-        )
-        if known is not None:
+        ).one_or_none()
+        if started is not None and started.ended_at is not None:
             return Authenticated(
                 refusal=Unauthorized("This token was signed out; sign in again", code="signed_out")
             )
-        started = session.scalar(
-            select(SignInSessionRow.id).where(SignInSessionRow.token_hash == caller.token_hash)
-        )
-        afterwards = None if started else functools.partial(record_sign_in, caller=caller)
+        afterwards = None if started is not None else functools.partial(record_sign_in, caller=caller)
         return Authenticated(caller=caller, afterwards=afterwards)
 
     def _for_people(self, session: Session, issuer: str, audience: object) -> bool:
