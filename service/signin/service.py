@@ -31,7 +31,13 @@ from service.outbound.urls import OutboundRefused, check_outbound_url, check_url
 from service.settings import Settings
 from service.signin.keysets import IssuerKeys
 from service.signin.models import SignInSessionRow, WorkloadIdentityRow
-from service.signin.tokens import InvalidToken, looks_like_jwt, unverified_claims, verified_claims
+from service.signin.tokens import (
+    InvalidToken,
+    Signatures,
+    looks_like_jwt,
+    unverified_claims,
+    verified_claims,
+)
 from service.storage.db import Database, insert_unless_taken, utcnow
 from service.trail.recording import record
 
@@ -55,14 +61,19 @@ class TokenAuthenticator:
         self.db = db
         self.settings = settings
         self.company_issuer = (settings.oidc_issuer or "").rstrip("/")
-        self.company_keys = IssuerKeys(
-            timeout_seconds=settings.oidc_timeout_seconds, refresh_seconds=settings.oidc_jwks_refresh_seconds
+        self.company_signatures = Signatures(
+            IssuerKeys(
+                timeout_seconds=settings.oidc_timeout_seconds,
+                refresh_seconds=settings.oidc_jwks_refresh_seconds,
+            )
         )
         # Workload issuers are an organization's choice: called only where outbound calls may go.
-        self.workload_keys = IssuerKeys(
-            timeout_seconds=settings.oidc_timeout_seconds,
-            refresh_seconds=settings.oidc_jwks_refresh_seconds,
-            check_url=lambda url: check_outbound_url(url, settings),
+        self.workload_signatures = Signatures(
+            IssuerKeys(
+                timeout_seconds=settings.oidc_timeout_seconds,
+                refresh_seconds=settings.oidc_jwks_refresh_seconds,
+                check_url=lambda url: check_outbound_url(url, settings),
+            )
         )
 
     def __call__(self, session: Session, credential: str) -> Authenticated:
@@ -99,7 +110,7 @@ class TokenAuthenticator:
         settings = self.settings
         claims = verified_claims(
             token,
-            keys=self.company_keys,
+            signatures=self.company_signatures,
             issuer=settings.oidc_issuer or "",
             audiences=[settings.oidc_audience or ""],
             skew_seconds=settings.oidc_clock_skew_seconds,
@@ -207,7 +218,7 @@ class TokenAuthenticator:
             raise InvalidToken(f"Tokens of '{issuer}' are not trusted here")
         claims = verified_claims(
             token,
-            keys=self.workload_keys,
+            signatures=self.workload_signatures,
             issuer=issuer,
             audiences=sorted({workload.audience for workload, _ in workloads}),
             skew_seconds=self.settings.oidc_clock_skew_seconds,

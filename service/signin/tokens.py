@@ -5,6 +5,8 @@ a 401 whose code says why (`token_expired`, `invalid_token`)."""
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from typing import Any
 
 from joserfc import jws, jwt
@@ -38,17 +40,43 @@ def unverified_claims(token: str) -> dict[str, Any]:
     return claims
 
 
+class Signatures:
+    """Tokens whose signature verified, with their claims, by token: a token is sent with every
+    request of its session, and its signature (two thirds of a token's cost) is the same each
+    time. Only the signature is remembered; the claims are checked at every request. The oldest
+    are forgotten past `size`."""
+
+    def __init__(self, keys: IssuerKeys, size: int = 4096) -> None:
+        self.keys = keys
+        self.size = size
+        self._verified: OrderedDict[str, dict[str, Any]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def claims(self, token: str, issuer: str) -> dict[str, Any]:
+        """The claims of `token`, its signature verified with the keys `issuer` publishes, or 401."""
+        with self._lock:
+            claims = self._verified.get(token)
+        if claims is not None:
+            return claims
+        try:
+            kid = jws.extract_compact(token.encode()).headers().get("kid")
+            claims = jwt.decode(token, self.keys.for_key_id(issuer, kid), algorithms=list(ALGORITHMS)).claims
+        except JoseError as exc:
+            raise InvalidToken(
+                f"The token's signature does not verify with the keys '{issuer}' publishes"
+            ) from exc
+        with self._lock:
+            self._verified[token] = claims
+            while len(self._verified) > self.size:
+                self._verified.popitem(last=False)
+        return claims
+
+
 def verified_claims(
-    token: str, *, keys: IssuerKeys, issuer: str, audiences: list[str], skew_seconds: int
+    token: str, *, signatures: Signatures, issuer: str, audiences: list[str], skew_seconds: int
 ) -> dict[str, Any]:
     """The claims of a token `issuer` signed for one of `audiences` that is valid now, or 401."""
-    try:
-        kid = jws.extract_compact(token.encode()).headers().get("kid")
-        verified = jwt.decode(token, keys.for_key_id(issuer, kid), algorithms=list(ALGORITHMS))
-    except JoseError as exc:
-        raise InvalidToken(
-            f"The token's signature does not verify with the keys '{issuer}' publishes"
-        ) from exc
+    claims = signatures.claims(token, issuer)
     registry = jwt.JWTClaimsRegistry(
         leeway=skew_seconds,
         iss={"essential": True, "value": issuer},
@@ -56,9 +84,9 @@ def verified_claims(
         exp={"essential": True},
     )
     try:
-        registry.validate(verified.claims)
+        registry.validate(claims)
     except ExpiredTokenError as exc:
         raise Unauthorized("The token has expired; sign in again", code="token_expired") from exc
     except JoseError as exc:
         raise InvalidToken(f"The token is not valid here: {exc.description or exc.error}") from exc
-    return verified.claims
+    return claims
