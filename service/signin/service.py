@@ -12,10 +12,11 @@ import fnmatch
 import functools
 import hashlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, select
+from sqlalchemy import ColumnElement, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -40,6 +41,41 @@ from service.signin.tokens import (
 )
 from service.storage.db import Database, insert_unless_taken, utcnow
 from service.trail.recording import record
+
+
+@dataclass(frozen=True)
+class Membership:
+    """What a person's request needs of their membership and its organization."""
+
+    id: str
+    email: str
+    name: str
+    role: str
+    org_id: str
+    org_slug: str
+    org_name: str
+    group_roles: dict[str, str]
+    sign_in_default_role: str
+
+
+# Every request of a person looks their membership up: plain columns in one statement, built once.
+_MEMBERSHIPS = (
+    select(
+        MemberRow.id,
+        MemberRow.email,
+        MemberRow.name,
+        MemberRow.role,
+        MemberRow.deactivated_at,
+        OrganizationRow.id.label("org_id"),
+        OrganizationRow.slug.label("org_slug"),
+        OrganizationRow.name.label("org_name"),
+        OrganizationRow.group_roles,
+        OrganizationRow.sign_in_default_role,
+    )
+    .join(OrganizationRow, OrganizationRow.id == MemberRow.org_id)
+    .where(MemberRow.email == bindparam("email"))
+    .order_by(MemberRow.created_at, MemberRow.id)
+)
 
 
 def authenticator(*, api_keys: Authenticator, tokens: Authenticator) -> Authenticator:
@@ -122,47 +158,40 @@ class TokenAuthenticator:
             )
         if "email_verified" in claims and claims["email_verified"] is not True:
             raise Unauthorized(f"The identity provider has not verified {email}", code="email_unverified")
-        member, org = self._member(session, email.lower(), claims)
-        role = _granted_role(org, member, claims.get(settings.oidc_groups_claim))
+        membership = self._membership(session, email.lower(), claims)
+        role = _granted_role(membership, claims.get(settings.oidc_groups_claim))
         return Caller(
-            org_id=org.id,
-            org_slug=org.slug,
-            org_name=org.name,
-            key_id=member.id,
-            key_name=f"sign-in {member.email}",
+            org_id=membership.org_id,
+            org_slug=membership.org_slug,
+            org_name=membership.org_name,
+            key_id=membership.id,
+            key_name=f"sign-in {membership.email}",
             role=role,
             key_role=role,
-            member_id=member.id,
-            member_email=member.email,
-            member_name=member.name,
+            member_id=membership.id,
+            member_email=membership.email,
+            member_name=membership.name,
             via="oidc",
             token_hash=token_hash(token),
             token_expires_at=_expiry(claims),
         )
 
-    def _member(
-        self, session: Session, email: str, claims: Mapping[str, Any]
-    ) -> tuple[MemberRow, OrganizationRow]:
+    def _membership(self, session: Session, email: str, claims: Mapping[str, Any]) -> Membership:
         """The person's membership (the oldest, if several organizations have them), or one made now
         in an organization that provisions their domain; else 401 saying why."""
-        rows = session.execute(
-            select(MemberRow, OrganizationRow)
-            .join(OrganizationRow, OrganizationRow.id == MemberRow.org_id)
-            .where(MemberRow.email == email)
-            .order_by(MemberRow.created_at, MemberRow.id)
-        ).all()
-        for member, org in rows:
-            if member.active:
-                return member, org
+        rows = session.connection().execute(_MEMBERSHIPS, {"email": email}).all()
+        for row in rows:
+            if row.deactivated_at is None:
+                return Membership(**{name: getattr(row, name) for name in Membership.__dataclass_fields__})
         if rows:
             raise Unauthorized(f"{email} has been removed from the organization", code="member_deactivated")
         domain = email.rpartition("@")[2]
         for org in session.scalars(select(OrganizationRow).order_by(OrganizationRow.created_at)):
             if domain in org.sign_in_domains:
-                return self._provision(org.id, email, claims), org
+                return self._provision(org.id, email, claims)
         raise Unauthorized(f"{email} is not a member of any organization here", code="unknown_member")
 
-    def _provision(self, org_id: str, email: str, claims: Mapping[str, Any]) -> MemberRow:
+    def _provision(self, org_id: str, email: str, claims: Mapping[str, Any]) -> Membership:
         """Make the person a member with the organization's default sign-in role, on the audit trail
         as done by them."""
         with self.db.session(write=True) as session:
@@ -173,36 +202,46 @@ class TokenAuthenticator:
             )
             try:
                 member = members.create_member(session, org_id=org.id, request=request)
+                newly = True
             except AlreadyExists:  # a concurrent first request made it
                 member = session.scalars(
                     select(MemberRow).where(MemberRow.org_id == org_id, MemberRow.email == email)
                 ).one()
-                session.expunge(member)
-                return member
-            actor = Caller(
+                newly = False
+            membership = Membership(
+                id=member.id,
+                email=member.email,
+                name=member.name,
+                role=member.role,
                 org_id=org.id,
                 org_slug=org.slug,
                 org_name=org.name,
-                key_id=member.id,
-                key_name=f"sign-in {email}",
-                role=member.role,
-                key_role=member.role,
-                member_id=member.id,
-                member_email=email,
-                member_name=member.name,
-                via="oidc",
+                group_roles=org.group_roles,
+                sign_in_default_role=org.sign_in_default_role,
             )
-            record(
-                session,
-                actor=actor,
-                action="provisionMember",
-                result=Member.model_validate(member),
-                arguments={},
-                request_id=None,
-            )
-            session.flush()
-            session.expunge(member)
-            return member
+            if newly:
+                actor = Caller(
+                    org_id=org.id,
+                    org_slug=org.slug,
+                    org_name=org.name,
+                    key_id=member.id,
+                    key_name=f"sign-in {email}",
+                    role=member.role,
+                    key_role=member.role,
+                    member_id=member.id,
+                    member_email=email,
+                    member_name=member.name,
+                    via="oidc",
+                )
+                record(
+                    session,
+                    actor=actor,
+                    action="provisionMember",
+                    result=Member.model_validate(member),
+                    arguments={},
+                    request_id=None,
+                )
+            return membership
 
     # -- workloads ------------------------------------------------------------------------------
 
@@ -260,14 +299,14 @@ def _holds(condition: Mapping[str, str], claims: Mapping[str, Any]) -> bool:
     return fnmatch.fnmatchcase(text, condition["matches"])
 
 
-def _granted_role(org: OrganizationRow, member: MemberRow, groups: object) -> str:
+def _granted_role(membership: Membership, groups: object) -> str:
     """The member's role; with a group mapping, the highest role their groups grant now (the
     default sign-in role when none does)."""
-    if not org.group_roles:
-        return member.role
-    best = org.sign_in_default_role
+    if not membership.group_roles:
+        return membership.role
+    best = membership.sign_in_default_role
     for group in groups if isinstance(groups, list) else []:
-        granted = org.group_roles.get(group) if isinstance(group, str) else None
+        granted = membership.group_roles.get(group) if isinstance(group, str) else None
         if granted is not None and role_at_least(granted, best):
             best = granted
     return best
