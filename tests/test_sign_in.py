@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from service.runtime.server import ServerThread
+from service.signin.keysets import IssuerKeys
 from tests.conftest import ROOT, Org
 from tests.oidc_provider import IdentityProvider
 
@@ -377,3 +378,18 @@ def test_orgdeck_in_a_pipeline_uses_the_jobs_token_instead_of_a_key(
     refused = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-fork", audience=ci_audience))
     assert refused.returncode != 0
     assert "claims meet the conditions of no trusted workload" in refused.stderr
+
+
+def test_unknown_key_ids_fetch_the_issuers_keys_at_most_once_per_interval(identity_provider):
+    fetched: list[str] = []
+    keys = IssuerKeys(timeout_seconds=10, refresh_seconds=3600, check_url=fetched.append)
+    kept = keys.for_key_id(identity_provider.issuer, None)
+    assert [url.rsplit("/", 1)[1] for url in fetched] == ["openid-configuration", "jwks"]
+    for _ in range(5):
+        assert keys.for_key_id(identity_provider.issuer, f"made-up-{uuid.uuid4().hex}") is kept
+    assert len(fetched) == 2
+
+    keys.refresh_seconds = 0
+    kid = identity_provider.rotate_keys()
+    assert kid in {key.kid for key in keys.for_key_id(identity_provider.issuer, kid)}
+    assert len(fetched) == 4
