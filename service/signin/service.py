@@ -11,12 +11,12 @@ from __future__ import annotations
 import fnmatch
 import functools
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import ColumnElement, bindparam, select
+from sqlalchemy import Row, bindparam, select
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm import Session
 
@@ -78,6 +78,25 @@ _MEMBERSHIPS = (
 )
 
 
+# Every request of a workload looks its issuer's workloads up (kept without a trailing slash, which
+# a token's iss may have): plain columns in one statement, built once.
+_WORKLOADS = (
+    select(
+        WorkloadIdentityRow.id,
+        WorkloadIdentityRow.name,
+        WorkloadIdentityRow.audience,
+        WorkloadIdentityRow.conditions,
+        WorkloadIdentityRow.role,
+        OrganizationRow.id.label("org_id"),
+        OrganizationRow.slug.label("org_slug"),
+        OrganizationRow.name.label("org_name"),
+    )
+    .join(OrganizationRow, OrganizationRow.id == WorkloadIdentityRow.org_id)
+    .where(WorkloadIdentityRow.issuer == bindparam("issuer"))
+    .order_by(WorkloadIdentityRow.created_at, WorkloadIdentityRow.id)
+)
+
+
 def authenticator(*, api_keys: Authenticator, tokens: Authenticator) -> Authenticator:
     """Each bearer credential to what reads its shape: an OpenID Connect token (a JWT) to `tokens`,
     anything else (an `odk_` key, or a malformed one) to `api_keys`."""
@@ -115,11 +134,7 @@ class TokenAuthenticator:
     def __call__(self, session: Session, credential: str) -> Authenticated:
         try:
             stated = unverified_claims(credential)
-            issuer = stated["iss"].rstrip("/")
-            if issuer == self.company_issuer and self._for_people(session, issuer, stated.get("aud")):
-                caller = self._person(session, credential)
-            else:
-                caller = self._workload(session, credential, stated["iss"])
+            caller = self._caller(session, credential, stated)
         except Unauthorized as refusal:
             return Authenticated(refusal=refusal)
         started = session.execute(
@@ -132,13 +147,21 @@ class TokenAuthenticator:
         afterwards = None if started is not None else functools.partial(record_sign_in, caller=caller)
         return Authenticated(caller=caller, afterwards=afterwards)
 
-    def _for_people(self, session: Session, issuer: str, audience: object) -> bool:
-        """Whether a token of the company's issuer is a person's: it is for the service's audience,
-        or no workload of that issuer is trusted (the person's path then says what is wrong)."""
-        audiences = audience if isinstance(audience, list) else [audience]
-        if self.settings.oidc_audience in audiences:
-            return True
-        return session.scalar(select(WorkloadIdentityRow.id).where(_of_issuer(issuer)).limit(1)) is None
+    def _caller(self, session: Session, token: str, stated: Mapping[str, Any]) -> Caller:
+        """A token of the company's issuer for the service's audience is a person's; any other is
+        a workload's, and one of the company's issuer that no workload trusts goes to the person's
+        path, which says what is wrong with it."""
+        issuer = stated["iss"].rstrip("/")
+        company = issuer == self.company_issuer
+        audience = stated.get("aud")
+        if company and self.settings.oidc_audience in (
+            audience if isinstance(audience, list) else [audience]
+        ):
+            return self._person(session, token)
+        workloads = session.connection().execute(_WORKLOADS, {"issuer": issuer}).all()
+        if not workloads and company:
+            return self._person(session, token)
+        return self._workload(token, stated["iss"], workloads)
 
     # -- people ---------------------------------------------------------------------------------
 
@@ -245,31 +268,26 @@ class TokenAuthenticator:
 
     # -- workloads ------------------------------------------------------------------------------
 
-    def _workload(self, session: Session, token: str, issuer: str) -> Caller:
-        """The first trusted workload (oldest first) whose audience and conditions the token meets."""
-        workloads = session.execute(
-            select(WorkloadIdentityRow, OrganizationRow)
-            .join(OrganizationRow, OrganizationRow.id == WorkloadIdentityRow.org_id)
-            .where(_of_issuer(issuer))
-            .order_by(WorkloadIdentityRow.created_at, WorkloadIdentityRow.id)
-        ).all()
+    def _workload(self, token: str, issuer: str, workloads: Sequence[Row[Any]]) -> Caller:
+        """The first of `workloads` (the issuer's, oldest first) whose audience and conditions the
+        token meets."""
         if not workloads:
             raise InvalidToken(f"Tokens of '{issuer}' are not trusted here")
         claims = verified_claims(
             token,
             signatures=self.workload_signatures,
             issuer=issuer,
-            audiences=sorted({workload.audience for workload, _ in workloads}),
+            audiences=sorted({workload.audience for workload in workloads}),
             skew_seconds=self.settings.oidc_clock_skew_seconds,
         )
         audiences = claims["aud"] if isinstance(claims["aud"], list) else [claims["aud"]]
-        for workload, org in workloads:
+        for workload in workloads:
             if workload.audience in audiences and all(_holds(c, claims) for c in workload.conditions):
                 matched = {c["claim"]: claims[c["claim"]] for c in workload.conditions}
                 return Caller(
-                    org_id=org.id,
-                    org_slug=org.slug,
-                    org_name=org.name,
+                    org_id=workload.org_id,
+                    org_slug=workload.org_slug,
+                    org_name=workload.org_name,
                     key_id=workload.id,
                     key_name=workload.name,
                     role=workload.role,
@@ -282,11 +300,6 @@ class TokenAuthenticator:
         raise Unauthorized(
             "The token's claims meet the conditions of no trusted workload", code="workload_not_trusted"
         )
-
-
-def _of_issuer(issuer: str) -> ColumnElement[bool]:
-    """Workloads of `issuer` (kept without a trailing slash, which a token's iss may have)."""
-    return WorkloadIdentityRow.issuer == issuer.rstrip("/")
 
 
 def _holds(condition: Mapping[str, str], claims: Mapping[str, Any]) -> bool:
