@@ -275,7 +275,10 @@ class TokenAuthenticator:
             raise InvalidToken(f"Tokens of '{issuer}' are not trusted here")
         claims = verified_claims(
             token,
-            signatures=self.workload_signatures,
+            # The company's issuer is the operator's: its keys are fetched as for people.
+            signatures=self.company_signatures
+            if issuer.rstrip("/") == self.company_issuer
+            else self.workload_signatures,
             issuer=issuer,
             audiences=sorted({workload.audience for workload in workloads}),
             skew_seconds=self.settings.oidc_clock_skew_seconds,
