@@ -54,6 +54,11 @@ class Caller(Record):
     member: CallerMember | None = Field(
         None, description="The member of a personal key; none for a service key."
     )
+    via: str = Field(
+        "key",
+        description="key: an API key; oidc: a person's token from the identity provider (keyId is "
+        "their member id); workload: a trusted workload's token (keyId is the workload's id).",
+    )
 
 
 def least_roles(document: dict[str, Any]) -> dict[str, Role | None]:

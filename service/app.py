@@ -45,6 +45,9 @@ from service.providers.routes import router as providers_router
 from service.redaction import logs as log_redaction
 from service.registries.routes import router as registries_router
 from service.settings import Settings
+from service.signin.routes import router as workload_identities_router
+from service.signin.routes import sign_out_router
+from service.signin.service import TokenAuthenticator, authenticator
 from service.storage.db import Database
 from service.system.metrics import PATH as METRICS_PATH
 from service.system.metrics import MetricsEndpoint
@@ -71,6 +74,8 @@ API_ROUTERS = (
     fleets_router,
     notifications_router,
     changes_router,
+    workload_identities_router,
+    sign_out_router,
 )
 OPENAPI_URL, DOCS_URL, REDOC_URL = "/api/openapi.json", "/api/docs", "/api/redoc"
 # Polled by load balancers, orchestrators and Prometheus, or read by a person's browser: never limited.
@@ -132,7 +137,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         EdgeMiddleware,
         body_limit=BodyLimit(settings.max_body_bytes),
         limiter=_limiter(settings) if settings.rate_limit > 0 else None,
-        authentication=Authentication(db, authenticate),
+        authentication=Authentication(
+            db, authenticator(api_keys=authenticate, tokens=TokenAuthenticator(db, settings))
+        ),
         exempt_paths=UNLIMITED_PATHS,
         list_parameters=list_query_parameters(app),
         observe=RequestObserver(plain_routes=plain_routes(app), log_requests=settings.logs_requests),

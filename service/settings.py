@@ -94,6 +94,30 @@ class Settings(BaseSettings):
         description="How long a webhook channel's previous signing secret still signs after a rotation.",
     )
 
+    oidc_issuer: str | None = Field(
+        None,
+        description="The company identity provider's issuer URL: its tokens sign people in "
+        "(`Authorization: Bearer <ID token>`), verified against its discovery document and JWKS.",
+    )
+    oidc_audience: str | None = Field(
+        None, description="The audience (client id) the identity provider's tokens must name."
+    )
+    oidc_groups_claim: str = Field(
+        "groups", description="The token claim listing a person's groups (mapped to roles per organization)."
+    )
+    oidc_clock_skew_seconds: int = Field(
+        60, ge=0, le=600, description="How far a token's exp, nbf and iat may be off the service's clock."
+    )
+    oidc_timeout_seconds: float = Field(
+        10.0, gt=0, le=60, description="How long a fetch of an issuer's discovery document or JWKS may take."
+    )
+    oidc_jwks_refresh_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="The least time between two fetches of an issuer's JWKS for an unknown key id "
+        "(a flood of tokens with made-up key ids must not become a flood of fetches).",
+    )
+
     @field_validator(
         "encryption_keys",
         "outbound_allow_private",

@@ -27,6 +27,11 @@ Examples:
   orgdeck status --env production --exit-code
 
 \b
+In a pipeline, without a key: the job's own OpenID Connect token (ORGDECK_OIDC_TOKEN, or
+GitHub Actions' with `id-token: write`, for the audience ORGDECK_OIDC_AUDIENCE) acts as a
+trusted workload of the organization.
+
+\b
 Exit codes: 0 done; 1 failed (or: changes, drift, a failed job); 2 usage (or: timed out);
 3 authentication; 4 not found.
 """

@@ -12,6 +12,7 @@ from rich.markup import escape
 
 from api.cli.config import DEFAULT_PROFILE, config_path, load_profile
 from api.cli.output import EXIT_AUTH, EXIT_USAGE, err
+from api.cli.pipeline import PipelineTokenError, pipeline_token
 from api.client import OrgdeckClient
 from api.environments import Environment
 from api.errors import NotFound
@@ -45,7 +46,17 @@ class Connection:
                 EXIT_USAGE,
             )
         if not api_key:
-            fail("No API key: set ORGDECK_API_KEY, pass --api-key, or run `orgdeck login`.", EXIT_AUTH)
+            try:
+                api_key = pipeline_token()
+            except PipelineTokenError as exc:
+                fail(str(exc), EXIT_AUTH)
+        if not api_key:
+            fail(
+                "No API key: set ORGDECK_API_KEY, pass --api-key, or run `orgdeck login`; in a pipeline, "
+                "set ORGDECK_OIDC_TOKEN to the job's OpenID Connect token (GitHub Actions: grant "
+                "`id-token: write`).",
+                EXIT_AUTH,
+            )
         return api_url, api_key
 
     def close(self) -> None:

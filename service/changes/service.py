@@ -53,6 +53,9 @@ def get_settings(session: Session, *, org_id: str) -> OrgSettings:
     return OrgSettings(
         policy_approval_required=org.policy_approval_required,
         change_request_ttl_days=org.change_request_ttl_days,
+        sign_in_domains=org.sign_in_domains,
+        sign_in_default_role=org.sign_in_default_role,
+        group_roles=org.group_roles,
     )
 
 

@@ -9,6 +9,7 @@ from api.api_keys import ApiKey
 from api.system import Caller, CallerMember, Health, Liveness, Readiness, ReadinessChecks
 from api.version import VERSION
 from service.api_keys.service import touch_key
+from service.errors import InvalidInput
 from service.http.deps import Viewer, WriteSession
 from service.http.health import is_ready
 from service.http.routing import api_router
@@ -85,11 +86,18 @@ async def whoami(caller: Viewer) -> Caller:
         role=caller.role,
         key_role=caller.key_role,
         member=member,
+        via=caller.via,
     )
 
 
 @router.post("/sign-in", response_model=ApiKey)
 def sign_in(caller: Viewer, session: WriteSession) -> ApiKey:
     """Record that a person signed in to a console with this key: its last use is now, and the
-    sign-in is in the audit trail. Answers the key."""
+    sign-in is in the audit trail. Answers the key. A token of the identity provider signs in at
+    its first request instead."""
+    if caller.via != "key":
+        raise InvalidInput(
+            "Only an API key signs in here; a token of the identity provider signed in at its first request",
+            code="not_an_api_key",
+        )
     return ApiKey.model_validate(touch_key(session, key_id=caller.key_id))

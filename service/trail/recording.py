@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -50,6 +51,8 @@ class Actor(Protocol):
     key_name: str
     member_id: str | None
     member_email: str | None
+    via: str
+    claims: Mapping[str, Any] | None
 
 
 def record(
@@ -69,6 +72,8 @@ def record(
         "actor_key_name": actor.key_name,
         "actor_member_id": actor.member_id,
         "actor_member_email": actor.member_email,
+        "actor_via": None if actor.via == "key" else actor.via,
+        "actor_claims": dict(actor.claims) if actor.claims else None,
     }
     _append(session, actor.org_id, actor.org_name, who, action, result, _changes(arguments), request_id)
 
@@ -100,7 +105,7 @@ def _append(
     session: Session,
     org_id: str,
     org_name: str | None,
-    who: dict[str, str | None],
+    who: dict[str, Any],
     action: str,
     result: Any,
     changes: dict[str, Any],

@@ -1,7 +1,7 @@
 """deployment jobs and events carry the W3C traceparent of the request that caused them
 
 Revision ID: 0031_trace_context
-Revises: 0028_change_request_sealed
+Revises: 0030_sign_in
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0031_trace_context"
-down_revision = "0028_change_request_sealed"
+down_revision = "0030_sign_in"
 branch_labels = None
 depends_on = None
 
