@@ -226,8 +226,8 @@ def test_deploy_preview_exits_1_when_something_would_change(orgdeck, client, api
     assert "model" in override.stdout and "gpt-4o" in override.stdout
 
     assert orgdeck("deploy", "preview", "nowhere", "support-bot").returncode == 4
-    unknown = orgdeck("deploy", "preview", "production", "ghost")
-    assert unknown.returncode == 1
+    unknown = orgdeck("deploy", "preview", "production", "support-bot", "ghost")
+    assert unknown.returncode == 4
     assert "ghost" in unknown.stderr
 
 
