@@ -43,11 +43,13 @@ class Orgdeck:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stdin: str | None = None, cwd: Path = ROOT, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "api", *args],
-            cwd=ROOT,
-            env={**self.env, **env},
+            cwd=cwd,
+            env={**self.env, "PYTHONPATH": str(ROOT), **env},
             input=stdin,
             capture_output=True,
             text=True,
