@@ -68,6 +68,7 @@ Examples:
   orgdeck deploy preview production support-bot triage --exit-code
   orgdeck deploy production support-bot triage --wait --timeout 600
   orgdeck deploy production support-bot --agent-version support-bot=3 --wait   # roll back
+  orgdeck deploy rollback production support-bot --wait
   orgdeck deploy run preview support-bot   # an environment named "preview"
 """,
 )
