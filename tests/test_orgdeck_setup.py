@@ -11,14 +11,44 @@ import re
 import shlex
 from typing import Any
 
+import click
 import pytest
 
+from api.cli import cli
 from tests.conftest import ROOT, new_org
 from tests.test_changes import Team, production, team  # noqa: F401 (fixtures)
 from tests.test_deployments import versioned_agent, wait_for_end
 from tests.test_orgdeck_cli import Orgdeck, api, base_env, orgdeck  # noqa: F401 (fixtures)
 
 UNKNOWN_KEY = "odk_" + "A" * 38
+
+
+def every_command(
+    group: click.Group, path: tuple[str, ...] = ()
+) -> list[tuple[tuple[str, ...], click.Command]]:
+    found = []
+    for name, command in group.commands.items():
+        found.append(((*path, name), command))
+        if isinstance(command, click.Group):
+            found += every_command(command, (*path, name))
+    return found
+
+
+def test_every_command_has_examples_and_every_list_pages():
+    commands = every_command(cli)
+    assert len(commands) > 60
+    for path, command in commands:
+        assert "Example" in (command.epilog or ""), path
+        if path[-1] == "list":
+            assert {"limit", "cursor", "every", "as_json"} <= {param.name for param in command.params}, path
+
+
+def test_completion_is_the_documented_line(orgdeck):
+    script = orgdeck(_ORGDECK_COMPLETE="bash_source")
+    assert script.returncode == 0 and "_orgdeck_completion" in script.stdout
+    assert 'eval "$(_ORGDECK_COMPLETE=bash_source orgdeck)"' in (ROOT / "docs" / "reference.md").read_text()
+    words = orgdeck(_ORGDECK_COMPLETE="bash_complete", COMP_WORDS="orgdeck environments ", COMP_CWORD="2")
+    assert {"plain,create", "plain,list", "plain,signing-key"} <= set(words.stdout.split())
 
 
 def failed(result: Any, exit_code: int, code: str) -> str:

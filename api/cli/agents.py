@@ -23,7 +23,10 @@ from api.cli.records import (
 from api.client import OrgdeckClient
 
 
-@click.group(name="agents")
+@click.group(
+    name="agents",
+    epilog="\b\nExamples:\n  orgdeck agents create support-bot --provider openai\n  orgdeck agents snapshot support-bot",
+)
 def group() -> None:
     """Agents: create, list, get, update, archive, and their versions."""
 

@@ -13,7 +13,11 @@ from api.client import OrgdeckClient
 from api.registries import ChatMessage
 
 
-@click.group(name="prompts")
+@click.group(
+    name="prompts",
+    epilog="\b\nExamples:\n  orgdeck prompts publish support triage-system prompts/triage.md --label production\n"
+    "  orgdeck prompts label support triage-system production 3",
+)
 def group() -> None:
     """Prompts: publish versions, retrieve them, and move labels."""
 
