@@ -3,6 +3,7 @@ how one record, a page of them, or a change to one is printed."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -59,10 +60,12 @@ def by_cursor(list_page: Callable[..., Page[Any]]) -> Fetch:
 
 
 def whole(list_all: Callable[[], Page[Any]]) -> Fetch:
-    """A list the service answers whole (a few keys, members, channels): paged here alike."""
+    """A list the service answers whole (a few keys, members, channels): paged here alike, every
+    page cut from one answer (asked for once, however many pages `--all` prints)."""
+    answer = functools.cache(list_all)
 
     def fetch(cursor: str | None, limit: int) -> Page[Any]:
-        items, start = list_all().items, _offset(cursor)
+        items, start = answer().items, _offset(cursor)
         return Page[Any](items=items[start : start + limit], limit=limit, offset=start, total=len(items))
 
     return fetch
