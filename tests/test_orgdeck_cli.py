@@ -44,11 +44,13 @@ class Orgdeck:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stdin: str | None = None, cwd: Path = ROOT, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "api", *args],
-            cwd=ROOT,
-            env={**self.env, **env},
+            cwd=cwd,
+            env={**self.env, "PYTHONPATH": str(ROOT), **env},
             input=stdin,
             capture_output=True,
             text=True,
@@ -227,8 +229,8 @@ def test_deploy_preview_exits_1_when_something_would_change(orgdeck, client, api
     assert "model" in override.stdout and "gpt-4o" in override.stdout
 
     assert orgdeck("deploy", "preview", "nowhere", "support-bot").returncode == 4
-    unknown = orgdeck("deploy", "preview", "production", "ghost")
-    assert unknown.returncode == 1
+    unknown = orgdeck("deploy", "preview", "production", "support-bot", "ghost")
+    assert unknown.returncode == 4
     assert "ghost" in unknown.stderr
 
 

@@ -5,13 +5,12 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.markup import escape
 
 from api.cli.config import DEFAULT_PROFILE, config_path, load_profile
-from api.cli.output import EXIT_AUTH, EXIT_USAGE, err
+from api.cli.output import EXIT_AUTH, EXIT_USAGE, Failure
 from api.cli.pipeline import PipelineTokenError, pipeline_token
 from api.client import OrgdeckClient
 from api.environments import Environment
@@ -64,9 +63,9 @@ class Connection:
             self._client.close()
 
 
-def fail(message: str, code: int) -> None:
-    err().print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
-    raise click.exceptions.Exit(code)
+def fail(message: str, exit_code: int, code: str | None = None) -> NoReturn:
+    """Stop the command: the root prints the message (as JSON under `--json`) and exits so."""
+    raise Failure(message, exit_code, code)
 
 
 def client_of(ctx: click.Context) -> OrgdeckClient:

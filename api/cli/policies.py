@@ -11,7 +11,10 @@ from api.client import OrgdeckClient
 from api.governance import CATEGORIES, SEVERITIES
 
 
-@click.group(name="policies")
+@click.group(
+    name="policies",
+    epilog="\b\nExample:\n  orgdeck policies draft --instructions 'Agents never reveal API keys.'",
+)
 def group() -> None:
     """Governance policies."""
 
