@@ -376,8 +376,8 @@ def test_orgdeck_in_a_pipeline_uses_the_jobs_token_instead_of_a_key(
     assert json.loads(ran.stdout)["keyId"] == trusted["id"]
 
     refused = orgdeck(ORGDECK_OIDC_TOKEN=identity_provider.job_token("ci-fork", audience=ci_audience))
-    assert refused.returncode != 0
-    assert "claims meet the conditions of no trusted workload" in refused.stderr
+    assert refused.returncode == 3  # auth
+    assert json.loads(refused.stdout)["error"]["code"] == "workload_not_trusted"
 
 
 def test_unknown_key_ids_fetch_the_issuers_keys_at_most_once_per_interval(identity_provider):

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Path
+
 from api.common import Page
 from api.signin import CreateWorkloadIdentity, SignInSession, UpdateWorkloadIdentity, WorkloadIdentity
 from service.http.deps import Admin, AppSettings, OrgSlugQuery, ReadSession, Viewer, WriteSession
@@ -8,6 +12,8 @@ from service.signin import service
 
 router = api_router("/workload-identities", tags=["Sign-in"])
 sign_out_router = api_router("", tags=["Sign-in"])
+
+WorkloadIdPath = Annotated[str, Path(alias="workloadId", description="The trusted workload's id.")]
 
 
 @router.post("", response_model=WorkloadIdentity)
@@ -31,18 +37,18 @@ def list_workload_identities(
     return Page[WorkloadIdentity](items=[WorkloadIdentity.model_validate(r) for r in rows], total=len(rows))
 
 
-@router.get("/{workload_id}", response_model=WorkloadIdentity)
+@router.get("/{workloadId}", response_model=WorkloadIdentity)
 def get_workload_identity(
-    workload_id: str, org_slug: OrgSlugQuery, caller: Admin, session: ReadSession
+    workload_id: WorkloadIdPath, org_slug: OrgSlugQuery, caller: Admin, session: ReadSession
 ) -> WorkloadIdentity:
     """One trusted workload."""
     row = service.get_workload(session, org_id=caller.org_id_for(org_slug), workload_id=workload_id)
     return WorkloadIdentity.model_validate(row)
 
 
-@router.patch("/{workload_id}", response_model=WorkloadIdentity)
+@router.patch("/{workloadId}", response_model=WorkloadIdentity)
 def update_workload_identity(
-    workload_id: str,
+    workload_id: WorkloadIdPath,
     body: UpdateWorkloadIdentity,
     caller: Admin,
     session: WriteSession,
@@ -59,9 +65,9 @@ def update_workload_identity(
     return WorkloadIdentity.model_validate(row)
 
 
-@router.delete("/{workload_id}", response_model=WorkloadIdentity)
+@router.delete("/{workloadId}", response_model=WorkloadIdentity)
 def delete_workload_identity(
-    workload_id: str, org_slug: OrgSlugQuery, caller: Admin, session: WriteSession
+    workload_id: WorkloadIdPath, org_slug: OrgSlugQuery, caller: Admin, session: WriteSession
 ) -> WorkloadIdentity:
     """Stop trusting a workload: its jobs' tokens are refused from their next request."""
     return service.delete_workload(session, org_id=caller.org_id_for(org_slug), workload_id=workload_id)
