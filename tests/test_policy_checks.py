@@ -9,8 +9,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from api import OrgdeckClient
+from service.events.models import EventRow
 from tests.conftest import Org
 from tests.test_deployments import versioned_agent, wait_for_end
 
@@ -122,7 +124,7 @@ def test_examples_run_on_save_and_on_test(http, org):
     assert unsaved.json()["passed"] is False and unsaved.json()["examples"][0]["outcome"] == "pass"
 
 
-def test_each_enforcement_on_deploy_and_fleet_deploy(http, org, client: OrgdeckClient):
+def test_each_enforcement_on_deploy_and_fleet_deploy(http, org, client: OrgdeckClient, db):
     environment = client.environments.create("production").id
     versioned_agent(client, "old", model="gpt-3.5-turbo")
     versioned_agent(client, "new")
@@ -137,7 +139,15 @@ def test_each_enforcement_on_deploy_and_fleet_deploy(http, org, client: OrgdeckC
         http.patch(f"governance/policies/{policy['id']}", json=patch, headers=org.headers).status_code == 200
     )
     assert preview_violations(http, org, environment, ["old"])[0]["enforcement"] == "warn"
-    assert deploy(http, org, environment, ["old"]).status_code == 200
+    warned = deploy(http, org, environment, ["old"])
+    assert warned.status_code == 200
+    assert [(v["agent"], v["enforcement"]) for v in warned.json()["violations"]] == [("old", "warn")]
+    listed = client.deployments.jobs(environment_id=environment).items
+    assert [v.enforcement for v in listed[0].violations] == ["warn"]
+    with db.session() as session:
+        events = session.scalars(select(EventRow).where(EventRow.type == "policy.violation")).all()
+        payloads = [e.payload for e in events if e.payload["violations"][0]["policyId"] == policy["id"]]
+    assert [p["violations"][0]["enforcement"] for p in payloads] == ["warn"]
 
     patch["enforcement"] = "deny"
     assert (
