@@ -4,6 +4,7 @@ scoped, excepted, and measured against what runs now."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -14,7 +15,7 @@ from sqlalchemy import select
 from api import OrgdeckClient
 from service.events.models import EventRow
 from tests.conftest import Org
-from tests.test_deployments import versioned_agent, wait_for_end
+from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
 NO_GPT35 = 'agent.model != "gpt-3.5-turbo"'
 COOL = "double(agent.providerConfig.temperature) <= 0.3"
@@ -39,6 +40,13 @@ EXAMPLES = [
     {"name": "current model", "input": subject(), "expect": "pass"},
     {"name": "old model", "input": subject(model="gpt-3.5-turbo"), "expect": "fail"},
 ]
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookTarget]:
+    target = WebhookTarget()
+    yield target
+    target.close()
 
 
 def save_policy(http: httpx.Client, org: Org, **fields: Any) -> httpx.Response:
@@ -272,3 +280,26 @@ def test_compliance_follows_deployments_and_policy_changes(http, org, client):
         http.patch(f"governance/policies/{policy['id']}", json=patch, headers=org.headers).status_code == 200
     )
     assert [v["agent"] for v in compliance(http, org)["violations"]] == ["new"]
+
+
+def test_the_payload_carries_the_policies_and_a_text_change_drifts(http, org, client, receiver):
+    environment = webhook_environment(client, receiver)
+    versioned_agent(client, "bot")
+    policy = save_policy(http, org, enforcement="warn").json()
+    assert wait_for_end(client, client.deployments.deploy(environment, ["bot"]).id).status == "complete"
+    (sent,) = receiver.manifests[0]["agents"]
+    assert sent["config"]["policies"] == [
+        {"id": policy["id"], "name": policy["name"], "version": 1, "ruleText": policy["ruleText"]}
+    ]
+    assert len(sent["config"]["policyBundleHash"]) == 64
+    assert client.deployments.status(agent="bot", environment_id=environment).items[0].state == "in_sync"
+
+    patch = {"orgSlug": org.slug, "ruleText": "Production agents must not use gpt-3.5 or gpt-4."}
+    assert (
+        http.patch(f"governance/policies/{policy['id']}", json=patch, headers=org.headers).status_code == 200
+    )
+    (status,) = client.deployments.status(agent="bot", environment_id=environment).items
+    assert status.state == "drifted"
+    assert [change.field for change in status.drift] == ["policyBundleHash"]
+    preview = client.deployments.preview(environment, ["bot"])
+    assert [change.field for change in preview.agents[0].changes] == ["policyBundleHash"]

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.governance import (
+    AppliedPolicy,
     Compliance,
     ComplianceCell,
     ComplianceViolation,
@@ -160,6 +161,25 @@ def live_exceptions(
         PolicyExceptionRow.expires_at > moment,
     )
     return list(session.scalars(query))
+
+
+@deployments.applied_policies.attach
+def applied_policies(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies in whose scope it is in the environment, as the agent receives them."""
+    policies = list(
+        session.scalars(select(PolicyRow).where(PolicyRow.org_id == org_id).order_by(PolicyRow.id))
+    )
+    scopes = [(policy, PolicyScope.model_validate(policy.scope)) for policy in policies]
+    return {
+        agent.id: [
+            AppliedPolicy.model_validate(policy).model_dump(mode="json", by_alias=True)
+            for policy, scope in scopes
+            if in_scope(scope, agent, environment)
+        ]
+        for agent in agents
+    }
 
 
 @deployments.policies_checked.attach
