@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
@@ -399,3 +400,67 @@ class PoliciesResource(Resource):
         params = {"orgSlug": self._org(org_slug)}
         answer = self._client.request("DELETE", f"/governance/policies/{policy_id}", params=params)
         return Policy.model_validate(answer)
+
+    def test(self, policy_id: str, *, org_slug: str | None = None) -> PolicyTestResult:
+        """Run a saved policy's examples and say what it flags of what runs now."""
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("POST", f"/governance/policies/{policy_id}/test", params=params)
+        return PolicyTestResult.model_validate(answer)
+
+    def test_check(
+        self,
+        check: str,
+        *,
+        message: str | None = None,
+        examples: list[dict[str, Any]] | None = None,
+        scope: dict[str, Any] | None = None,
+        org_slug: str | None = None,
+    ) -> PolicyTestResult:
+        """Run an unsaved check on its examples and on what runs now; nothing is saved. `examples`
+        and `scope` are in wire form (camelCase), as the policy's own."""
+        payload = body(TestPolicyCheck, org_slug=self._org(org_slug), check=check, message=message)
+        payload |= {
+            key: value for key, value in (("examples", examples), ("scope", scope)) if value is not None
+        }
+        answer = self._client.request("POST", "/governance/policies/test", json=payload)
+        return PolicyTestResult.model_validate(answer)
+
+    def compliance(self, *, org_slug: str | None = None) -> Compliance:
+        """Every policy with a check against what runs now in every environment."""
+        params = {"orgSlug": self._org(org_slug)}
+        return Compliance.model_validate(self._client.request("GET", "/governance/compliance", params=params))
+
+    def create_exception(
+        self,
+        policy_id: str,
+        reason: str,
+        expires_at: datetime,
+        *,
+        agent_stable_key: str | None = None,
+        environment_name: str | None = None,
+        org_slug: str | None = None,
+    ) -> PolicyException:
+        """Let deployments through a deny policy until `expires_at` (at most 90 days ahead)."""
+        payload = body(
+            CreatePolicyException,
+            org_slug=self._org(org_slug),
+            policy_id=policy_id,
+            reason=reason,
+            expires_at=expires_at,
+            agent_stable_key=agent_stable_key,
+            environment_name=environment_name,
+        )
+        answer = self._client.request("POST", "/governance/exceptions", json=payload)
+        return PolicyException.model_validate(answer)
+
+    def exceptions(
+        self, *, limit: int | None = None, offset: int | None = None, org_slug: str | None = None
+    ) -> Page[PolicyException]:
+        params = {"orgSlug": self._org(org_slug), "limit": limit, "offset": offset}
+        answer = self._client.request("GET", "/governance/exceptions", params=params)
+        return Page[PolicyException].model_validate(answer)
+
+    def revoke_exception(self, exception_id: str, *, org_slug: str | None = None) -> PolicyException:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("DELETE", f"/governance/exceptions/{exception_id}", params=params)
+        return PolicyException.model_validate(answer)

@@ -230,11 +230,20 @@ def test_scope_by_environment_tag_and_fleet(http, org, client, scope_kind):
         assert [v["agent"] for v in flagged_inside] == ["in"] == [v["agent"] for v in flagged_outside]
 
 
-def test_an_exception_lets_a_deny_through_until_revoked(http, org, client):
+def test_an_exception_lets_a_deny_through_until_revoked(http, org, client, db):
     environment = client.environments.create("production").id
     versioned_agent(client, "old", model="gpt-3.5-turbo")
     policy = save_policy(http, org).json()
     assert deploy(http, org, environment, ["old"]).status_code == 403
+    # The denial is on record although nothing was deployed: an audit event and an event.
+    (denied,) = [e for e in client.audit.list(limit=100).items if e.action == "policyDenied"]
+    assert (denied.target.type, denied.target.id) == ("policy", policy["id"])
+    assert denied.changes["agentStableKeys"] == ["old"]
+    with db.session() as session:
+        events = session.scalars(select(EventRow).where(EventRow.type == "policy.violation")).all()
+        refusals = [e.payload for e in events if e.payload["violations"][0]["policyId"] == policy["id"]]
+    assert [(p["refused"], p["violations"][0]["agent"]) for p in refusals] == [(True, "old")]
+    assert client.deployments.jobs(environment_id=environment).items == []
     expires = datetime.now(UTC) + timedelta(days=7)
     body = {
         "orgSlug": org.slug,
