@@ -24,17 +24,18 @@ def upgrade() -> None:
         op.add_column(table, sa.Column("check", sa.Text(), nullable=True))
         op.add_column(table, sa.Column("message", sa.Text(), nullable=True))
         # Existing policies enforce as their severity says: error denies, warning warns.
-        op.add_column(
-            table, sa.Column("enforcement", sa.String(10), nullable=False, server_default="deny")
-        )
+        op.add_column(table, sa.Column("enforcement", sa.String(10), nullable=False, server_default="deny"))
         op.add_column(table, sa.Column("scope", sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
         op.add_column(table, sa.Column("examples", sa.JSON(), nullable=False, server_default=sa.text("'[]'")))
-        op.execute(sa.text(f"UPDATE {table} SET enforcement = 'warn' WHERE severity = 'warning'"))
+        rows = sa.table(table, sa.column("enforcement"), sa.column("severity"))
+        op.execute(rows.update().where(rows.c.severity == "warning").values(enforcement="warn"))
     op.add_column("deployment_jobs", sa.Column("policy_violations", sa.JSON(), nullable=True))
     op.create_table(
         "governance_policy_exceptions",
         sa.Column("id", sa.String(40), primary_key=True),
-        sa.Column("org_id", sa.String(40), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False),
+        sa.Column(
+            "org_id", sa.String(40), sa.ForeignKey("organizations.id", ondelete="CASCADE"), nullable=False
+        ),
         sa.Column(
             "policy_id",
             sa.String(40),
@@ -50,7 +51,9 @@ def upgrade() -> None:
         sa.Column("revoked_at", sa.DateTime(timezone=True), nullable=True),
     )
     op.create_index(
-        "ix_governance_policy_exceptions_org_id_policy_id", "governance_policy_exceptions", ["org_id", "policy_id"]
+        "ix_governance_policy_exceptions_org_id_policy_id",
+        "governance_policy_exceptions",
+        ["org_id", "policy_id"],
     )
 
 
