@@ -2,7 +2,7 @@
 and how an audit event's actor proved who it is
 
 Revision ID: 0030_sign_in
-Revises: 0028_change_request_sealed
+Revises: 0029_policy_checks
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from alembic import op
 from service.storage.db import UTCDateTime
 
 revision = "0030_sign_in"
-down_revision = "0028_change_request_sealed"
+down_revision = "0029_policy_checks"
 branch_labels = None
 depends_on = None
 
