@@ -7,13 +7,32 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, StringConstraints
 
 from api.approvals import ChangeRequestRef
-from api.common import NAME_MAX_LENGTH, Description, Name, OrgScoped, Page, Patch, Record, Timestamp, Trimmed
+from api.common import (
+    NAME_MAX_LENGTH,
+    Description,
+    JsonObject,
+    Moment,
+    Name,
+    OrgScoped,
+    Page,
+    Patch,
+    Record,
+    Request,
+    Timestamp,
+    Trimmed,
+)
 from api.providers import ModelName
 from api.resource import Resource, body
 
 Category = Literal["security", "quality", "compliance", "identity"]
 Severity = Literal["error", "warning"]
 ProviderSource = Literal["system", "custom"]
+Enforcement = Literal["audit", "warn", "deny"]
+Expectation = Literal["pass", "fail"]
+CheckOutcome = Literal["pass", "fail", "error"]
+ENFORCEMENTS: tuple[str, ...] = Enforcement.__args__
+# What a policy's enforcement is when a create leaves it out: by its severity.
+DEFAULT_ENFORCEMENT: dict[str, Enforcement] = {"error": "deny", "warning": "warn"}
 CATEGORIES: tuple[str, ...] = Category.__args__
 SEVERITIES: tuple[str, ...] = Severity.__args__
 
@@ -26,6 +45,93 @@ Instructions = Trimmed(INSTRUCTIONS_MAX_LENGTH)
 DraftName = Annotated[str, StringConstraints(strip_whitespace=True, max_length=NAME_MAX_LENGTH)]
 RuleText = Trimmed(RULE_TEXT_MAX_LENGTH)
 Reference = Trimmed(200)
+CheckSource = Trimmed(10_000)
+CheckMessage = Trimmed(2_000)
+EXAMPLES_MAX = 50
+SCOPE_NAMES_MAX = 200
+
+
+class EnvironmentScope(Request):
+    """Which environments a policy applies to: all, those named, or the protected ones."""
+
+    match: Literal["all", "names", "protected"] = "all"
+    names: list[Name] = Field(default_factory=list, max_length=SCOPE_NAMES_MAX)
+
+
+class AgentScope(Request):
+    """Which agents a policy applies to: all, those with any of the tags, or members of the fleets."""
+
+    match: Literal["all", "tags", "fleets"] = "all"
+    tags: list[Name] = Field(default_factory=list, max_length=SCOPE_NAMES_MAX)
+    fleet_ids: list[Reference] = Field(default_factory=list, max_length=SCOPE_NAMES_MAX)
+
+
+class PolicyScope(Request):
+    environments: EnvironmentScope = Field(default_factory=EnvironmentScope)
+    agents: AgentScope = Field(default_factory=AgentScope)
+
+
+class PolicyExample(Request):
+    """An input `{agent, environment, deployment}` and whether the check must pass or fail on it."""
+
+    name: Name
+    input: JsonObject
+    expect: Expectation
+
+
+class ExampleResult(Record):
+    name: str
+    expect: Expectation
+    outcome: CheckOutcome
+    passed: bool = Field(description="The outcome is the expectation.")
+    message: str | None = Field(None, description="The policy's message on a fail; the error on an error.")
+
+
+class Violation(Record):
+    """A policy an agent breaks (or whose check cannot be evaluated on it) in an environment."""
+
+    policy_id: str
+    policy_name: str
+    policy_version: int
+    enforcement: Enforcement
+    agent: str = Field(description="The agent's stable key.")
+    environment_name: str
+    outcome: Literal["fail", "error"]
+    message: str
+    exception_id: str | None = Field(None, description="The live exception that lets a deny through.")
+
+
+class ImpactEntry(Record):
+    """An agent that runs now in an environment and would break the policy."""
+
+    agent: str
+    environment_name: str
+    outcome: Literal["fail", "error"]
+    message: str
+
+
+class TestPolicyCheck(OrgScoped):
+    """An unsaved check with its examples (and optionally scope, for its impact on what runs)."""
+
+    check: CheckSource
+    message: CheckMessage | None = None
+    examples: list[PolicyExample] = Field(default_factory=list, max_length=EXAMPLES_MAX)
+    scope: PolicyScope = Field(default_factory=PolicyScope)
+
+
+class PolicyTestResult(Record):
+    examples: list[ExampleResult]
+    passed: bool = Field(description="Every example has its expected outcome (and there is at least one).")
+    impact: list[ImpactEntry] = Field(description="What runs now that the check would flag.")
+
+
+class AppliedPolicy(Record):
+    """A policy as an agent receives it in a deployment's payload."""
+
+    id: str
+    name: str
+    version: int
+    rule_text: str
 
 
 class GeneratePolicyPrompt(OrgScoped):
@@ -86,6 +192,15 @@ class CreatePolicy(OrgScoped):
     drafted_with: Reference | None = Field(
         None, description="Free text, e.g. the model that wrote the draft."
     )
+    check: CheckSource | None = Field(None, description="A CEL expression; true means the subject complies.")
+    message: CheckMessage | None = Field(
+        None, description="What is wrong, in words; starting with `=`, a CEL string expression."
+    )
+    enforcement: Enforcement | None = Field(
+        None, description="Default: deny for severity error, warn for warning."
+    )
+    scope: PolicyScope = Field(default_factory=PolicyScope)
+    examples: list[PolicyExample] = Field(default_factory=list, max_length=EXAMPLES_MAX)
 
 
 class UpdatePolicy(OrgScoped):
@@ -96,6 +211,11 @@ class UpdatePolicy(OrgScoped):
     category: Patch[Category] = None
     severity: Patch[Severity] = None
     rule_text: Patch[RuleText] = None
+    check: CheckSource | None = Field(None, description="null removes the check.")
+    message: CheckMessage | None = Field(None, description="null removes the message.")
+    enforcement: Patch[Enforcement] = None
+    scope: Patch[PolicyScope] = None
+    examples: Patch[list[PolicyExample]] = Field(None, max_length=EXAMPLES_MAX)
 
 
 class PolicyVersion(Record):
@@ -105,6 +225,11 @@ class PolicyVersion(Record):
     category: Category
     severity: Severity
     rule_text: str
+    check: str | None = None
+    message: str | None = None
+    enforcement: Enforcement
+    scope: PolicyScope
+    examples: list[PolicyExample]
     created_at: Timestamp
     change_request: ChangeRequestRef | None = Field(
         None, description="For a version an approved change request made: who asked and who approved."
@@ -118,6 +243,11 @@ class Policy(Record):
     category: Category
     severity: Severity
     rule_text: str
+    check: str | None = None
+    message: str | None = None
+    enforcement: Enforcement
+    scope: PolicyScope
+    examples: list[PolicyExample]
     version: int
     drafted_with: str | None = None
     created_at: Timestamp
@@ -126,6 +256,59 @@ class Policy(Record):
 
 class PolicyWithVersions(Policy):
     versions: list[PolicyVersion] = Field(description="Every version, newest first; the first is current.")
+    example_results: list[ExampleResult] | None = Field(
+        None, description="On a create or update: how its examples ran."
+    )
+    impact: list[ImpactEntry] | None = Field(
+        None, description="On a create or update: what runs now that it flags."
+    )
+
+
+class CreatePolicyException(OrgScoped):
+    """Lets deployments through a deny policy for an agent, an environment, or both, until expiresAt."""
+
+    policy_id: Reference
+    agent_stable_key: Reference | None = None
+    environment_name: Name | None = None
+    reason: Trimmed(2_000)
+    expires_at: Moment
+
+
+class PolicyException(Record):
+    id: str
+    policy_id: str
+    agent_stable_key: str | None = None
+    environment_name: str | None = None
+    reason: str
+    expires_at: Timestamp
+    created_by: str
+    created_at: Timestamp
+    revoked_at: Timestamp | None = None
+    live: bool = Field(description="Not revoked and not expired.")
+
+
+class ComplianceCell(Record):
+    policy_id: str
+    policy_name: str
+    environment_name: str
+    violations: int
+    compliant: int
+
+
+class ComplianceViolation(Record):
+    agent: str
+    environment_name: str
+    policy_id: str
+    policy_name: str
+    enforcement: Enforcement
+    message: str
+    since: Timestamp = Field(description="When the violating deployment record was made.")
+
+
+class Compliance(Record):
+    matrix: list[ComplianceCell]
+    violations: list[ComplianceViolation]
+    evaluated_at: Timestamp
 
 
 class PoliciesResource(Resource):
