@@ -181,7 +181,9 @@ RULES: dict[str, FieldRule] = {
     "exception.policyId": FieldRule("Policy", "one of the organization's policies"),
     "exception.agentStableKey": FieldRule("Agent", "an agent's stable key, or empty for every agent"),
     "exception.environmentName": FieldRule("Environment", "an environment's name, or empty for every one"),
-    "exception.reason": FieldRule("Reason", "why the exception is needed, at most 2,000 characters", None, 2000),
+    "exception.reason": FieldRule(
+        "Reason", "why the exception is needed, at most 2,000 characters", None, 2000
+    ),
     "exception.expiresAt": FieldRule("Expires", "a moment in the future, at most 90 days ahead"),
     # Registries
     "registry.name": FieldRule("Name", f"{_SLUG}, at most 63", "support-prompts", 63),

@@ -14,7 +14,7 @@ from api.environments import Environment
 from api.notifications import Channel, LogEntry
 from components.charts import STATE_LABELS
 from components.connection import client, current
-from components.feedback import load, plain
+from components.feedback import attempt, load, plain
 from components.formatting import ago
 
 WINDOW_DAYS = 7
@@ -23,6 +23,7 @@ SHOWN = 3
 PAIRS_READ = 20  # agents with pairs needing attention read for the list; the counts cover them all
 TILE_WIDTH = 222
 DEPLOYMENTS, NOTIFICATIONS = "pages/deployments.py", "pages/notifications.py"
+GOVERNANCE = "pages/governance.py"
 
 connection = current()
 orgdeck = client()
@@ -230,6 +231,19 @@ tile(
     query={"state": "error"},
     help="Agents in an environment whose last deployment failed.",
 )
+compliance = attempt("count policy violations", orgdeck.policies.compliance)
+if compliance is not None:
+    enforced = [v for v in compliance.violations if v.enforcement in ("deny", "warn")]
+    denied = sum(v.enforcement == "deny" for v in enforced)
+    tile(
+        states,
+        "Policy violations",
+        len(enforced),
+        "Compliance",
+        page=GOVERNANCE,
+        help=f"Deny and warn policy violations among what runs now ({denied} deny, "
+        f"{len(enforced) - denied} warn); audit-only ones are in the compliance view.",
+    )
 
 attention(environments, channels, pairs, failed_jobs, dead)
 

@@ -1,4 +1,4 @@
-"""What runs now against every policy, for managers: a heatmap of policy × environment (violations
+"""What runs now against every policy, for managers: a heatmap of policy by environment (violations
 counted), whose cells open the violating agents with their messages and since when."""
 
 from __future__ import annotations

@@ -81,14 +81,14 @@ def values(key: str) -> CheckValues:
     """The editor's values as typed; `problems` names the examples whose input is not an object."""
     state = st.session_state
     examples, problems = _examples(state.get(f"{key}_examples_edited"))
-    environments: dict[str, Any] = {"match": state[f"{key}_env_match"]}
-    if environments["match"] == "names":
-        environments["names"] = state[f"{key}_env_names"]
-    agents: dict[str, Any] = {"match": state[f"{key}_agent_match"]}
-    if agents["match"] == "tags":
-        agents["tags"] = state[f"{key}_agent_tags"]
-    if agents["match"] == "fleets":
-        agents["fleetIds"] = state[f"{key}_agent_fleets"]
+    env_match, agent_match = state[f"{key}_env_match"], state[f"{key}_agent_match"]
+    # Only the names of the chosen kind are sent: a list left from another choice means nothing.
+    environments = {"match": env_match, "names": state[f"{key}_env_names"] if env_match == "names" else []}
+    agents = {
+        "match": agent_match,
+        "tags": state[f"{key}_agent_tags"] if agent_match == "tags" else [],
+        "fleetIds": state[f"{key}_agent_fleets"] if agent_match == "fleets" else [],
+    }
     return CheckValues(
         check=state[f"{key}_check"].strip() or None,
         message=state[f"{key}_message"].strip() or None,
@@ -163,18 +163,25 @@ def check_pane(key: str, fields: FormFields) -> None:
     fields.text_input("message", key=f"{key}_message", placeholder="Production agents must not use gpt-3.5")
 
 
-def scope_controls(key: str, fields: FormFields, environment_names: list[str], fleets: dict[str, str]) -> None:
+def scope_controls(
+    key: str, fields: FormFields, environment_names: list[str], fleets: dict[str, str]
+) -> None:
     st.markdown("**Applies to**")
     env_col, agent_col = st.columns(2)
     with env_col:
         match = st.radio(
-            "Environments", list(ENVIRONMENT_MATCHES), format_func=ENVIRONMENT_MATCHES.get, key=f"{key}_env_match"
+            "Environments",
+            list(ENVIRONMENT_MATCHES),
+            format_func=ENVIRONMENT_MATCHES.get,
+            key=f"{key}_env_match",
         )
         if match == "names":
             known = sorted(set(environment_names) | set(st.session_state[f"{key}_env_names"]))
             st.multiselect("Environment names", known, key=f"{key}_env_names", accept_new_options=True)
     with agent_col:
-        match = st.radio("Agents", list(AGENT_MATCHES), format_func=AGENT_MATCHES.get, key=f"{key}_agent_match")
+        match = st.radio(
+            "Agents", list(AGENT_MATCHES), format_func=AGENT_MATCHES.get, key=f"{key}_agent_match"
+        )
         if match == "tags":
             known = sorted(set(st.session_state[f"{key}_agent_tags"]))
             st.multiselect(
@@ -231,7 +238,7 @@ def impact(result: PolicyTestResult | None, enforcement: str) -> None:
         st.caption(":green[:material/check_circle:] Nothing that runs now breaks this check.")
         return
     what = "Deny would refuse new deployments of" if enforcement == "deny" else "Breaking it today:"
-    st.markdown(f"**Impact on what runs now** · {what} {len(result.impact)} agent × environment pair(s)")
+    st.markdown(f"**Impact on what runs now** · {what} {len(result.impact)} agent-environment pair(s)")
     rows = [
         {
             "Agent": entry.agent,
@@ -266,7 +273,9 @@ def enforcement_selector(key: str, fields: FormFields, refusal: str | None) -> N
     fields.slot("enforcement")
 
 
-def check_editor(key: str, fields: FormFields, environment_names: list[str], fleets: dict[str, str]) -> CheckValues:
+def check_editor(
+    key: str, fields: FormFields, environment_names: list[str], fleets: dict[str, str]
+) -> CheckValues:
     """Scope, examples with their results, impact and enforcement (the check pane is drawn by the
     caller beside the rule text); what the author typed."""
     scope_controls(key, fields, environment_names, fleets)

@@ -8,6 +8,7 @@ import streamlit as st
 from pandas.io.formats.style import Styler
 
 from api import ApiError
+from api.governance import Violation
 from components.charts import AMBER, GREY, RED
 from components.deployments.tables import coloured
 from components.feedback import plain
@@ -19,7 +20,11 @@ ENFORCEMENT_LABELS = {
     "warn": "warn (goes ahead, shown and recorded)",
     "audit": "audit (recorded only)",
 }
-ENFORCEMENT_ICONS = {"deny": ":red[:material/block:]", "warn": ":orange[:material/warning:]", "audit": ":grey[:material/visibility:]"}
+ENFORCEMENT_ICONS = {
+    "deny": ":red[:material/block:]",
+    "warn": ":orange[:material/warning:]",
+    "audit": ":grey[:material/visibility:]",
+}
 ENFORCEMENT_COLUMN = "Enforcement"
 
 
@@ -40,3 +45,34 @@ def show_refusal(error: ApiError, action: str) -> None:
         "Change the agent to comply, or ask an operator for an exception on the Governance page.",
         icon=":material/block:",
     )
+
+
+def agent_violations(violations: list[Violation]) -> bool:
+    """The violations a deployment would meet, per agent and policy; True when a deny one applies
+    (one that a live exception lets through does not)."""
+    if not violations:
+        return False
+    rows = [
+        {
+            "Agent": violation.agent,
+            "Policy": violation.policy_name,
+            ENFORCEMENT_COLUMN: violation.enforcement,
+            "Message": violation.message
+            + (" (could not be evaluated)" if violation.outcome == "error" else ""),
+            "Exception": violation.exception_id or "",
+        }
+        for violation in violations
+    ]
+    denied = [v for v in violations if v.enforcement == "deny" and not v.exception_id]
+    st.markdown(f"**Policy violations** · {len(violations)} ({len(denied)} refusing the deployment)")
+    st.dataframe(enforcement_table(rows), hide_index=True, width="stretch")
+    if denied:
+        st.error(
+            "A deny policy refuses this deployment: change the agents to comply, or ask an operator for "
+            "an exception on the Governance page.",
+            icon=":material/block:",
+        )
+        st.page_link(
+            "pages/governance.py", label="Governance: policies and exceptions", icon=":material/policy:"
+        )
+    return bool(denied)
