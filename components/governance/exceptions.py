@@ -90,7 +90,7 @@ def grant_form(policies: list[Policy], environment_names: list[str], agent_keys:
             "Grant exception",
             type="primary",
             icon=":material/verified_user:",
-            **control("createPolicyException"),
+            **control("createException"),
         ):
             return
     if not agent and not environment:
@@ -132,7 +132,7 @@ def exceptions_section(policies: list[Policy], environment_names: list[str], age
                 "Revoke exception",
                 key=f"revoke_{exception.id}",
                 icon=":material/block:",
-                **control("revokePolicyException"),
+                **control("revokeException"),
             )
         ):
             try:
