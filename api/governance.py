@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
+from pydantic.alias_generators import to_camel
 
 from api.approvals import ChangeRequestRef
 from api.common import (
@@ -348,8 +350,14 @@ class PoliciesResource(Resource):
         category: str | None = None,
         severity: str | None = None,
         drafted_with: str | None = None,
+        check: str | None = None,
+        message: str | None = None,
+        enforcement: str | None = None,
+        scope: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         org_slug: str | None = None,
     ) -> PolicyWithVersions:
+        """Save a policy; `scope` and `examples` in wire form (camelCase keys)."""
         payload = body(
             CreatePolicy,
             org_slug=self._org(org_slug),
@@ -359,7 +367,10 @@ class PoliciesResource(Resource):
             category=category,
             severity=severity,
             drafted_with=drafted_with,
-        )
+            check=check,
+            message=message,
+            enforcement=enforcement,
+        ) | _wire(scope=scope, examples=examples)
         answer = self._client.request("POST", "/governance/policies", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -390,8 +401,13 @@ class PoliciesResource(Resource):
         return PolicyWithVersions.model_validate(answer)
 
     def update(self, policy_id: str, *, org_slug: str | None = None, **changes: Any) -> PolicyWithVersions:
-        """Change the given fields (name, description, category, severity, rule_text)."""
-        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes)
+        """Change the given fields (name, description, category, severity, rule_text, check, message,
+        enforcement, scope, examples); `check=None` or `message=None` removes it."""
+        removed = {
+            to_camel(name): None for name in ("check", "message") if name in changes and changes[name] is None
+        }
+        wired = _wire(**{name: changes.pop(name) for name in ("scope", "examples") if name in changes})
+        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes) | wired | removed
         answer = self._client.request("PATCH", f"/governance/policies/{policy_id}", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -399,3 +415,76 @@ class PoliciesResource(Resource):
         params = {"orgSlug": self._org(org_slug)}
         answer = self._client.request("DELETE", f"/governance/policies/{policy_id}", params=params)
         return Policy.model_validate(answer)
+
+    def test_check(
+        self,
+        check: str,
+        *,
+        message: str | None = None,
+        examples: list[dict[str, Any]] | None = None,
+        scope: dict[str, Any] | None = None,
+        org_slug: str | None = None,
+    ) -> PolicyTestResult:
+        """Run an unsaved check on its examples and on what runs now (POST /governance/policies/test)."""
+        payload = body(
+            TestPolicyCheck,
+            org_slug=self._org(org_slug),
+            check=check,
+            message=message,
+        ) | _wire(scope=scope, examples=examples)
+        answer = self._client.request("POST", "/governance/policies/test", json=payload)
+        return PolicyTestResult.model_validate(answer)
+
+    def test(self, policy_id: str, *, org_slug: str | None = None) -> PolicyTestResult:
+        """Run a saved policy's examples and say what it flags of what runs now."""
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("POST", f"/governance/policies/{policy_id}/test", params=params)
+        return PolicyTestResult.model_validate(answer)
+
+    def compliance(self, *, org_slug: str | None = None) -> Compliance:
+        """Every policy with a check against what runs now in every environment."""
+        params = {"orgSlug": self._org(org_slug)}
+        return Compliance.model_validate(self._client.request("GET", "/governance/compliance", params=params))
+
+
+def _wire(**fields: Any) -> dict[str, Any]:
+    """Fields given already in wire form (scope, examples), as sent: the service validates them."""
+    return {to_camel(name): value for name, value in fields.items() if value is not None}
+
+
+class PolicyExceptionsResource(Resource):
+    def create(
+        self,
+        policy_id: str,
+        reason: str,
+        expires_at: datetime,
+        *,
+        agent_stable_key: str | None = None,
+        environment_name: str | None = None,
+        org_slug: str | None = None,
+    ) -> PolicyException:
+        """Let deployments through a deny policy for an agent, an environment or both until `expires_at`."""
+        payload = body(
+            CreatePolicyException,
+            org_slug=self._org(org_slug),
+            policy_id=policy_id,
+            reason=reason,
+            expires_at=expires_at,
+            agent_stable_key=agent_stable_key,
+            environment_name=environment_name,
+        )
+        answer = self._client.request("POST", "/governance/exceptions", json=payload)
+        return PolicyException.model_validate(answer)
+
+    def list(
+        self, *, limit: int | None = None, offset: int | None = None, org_slug: str | None = None
+    ) -> Page[PolicyException]:
+        """Exceptions newest first, revoked and expired ones included."""
+        params = {"orgSlug": self._org(org_slug), "limit": limit, "offset": offset}
+        answer = self._client.request("GET", "/governance/exceptions", params=params)
+        return Page[PolicyException].model_validate(answer)
+
+    def revoke(self, exception_id: str, *, org_slug: str | None = None) -> PolicyException:
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("DELETE", f"/governance/exceptions/{exception_id}", params=params)
+        return PolicyException.model_validate(answer)

@@ -139,7 +139,7 @@ def test_examples_run_as_the_author_edits_and_deny_waits_for_them(console, serve
 
 def test_a_check_that_does_not_compile_is_said_next_to_it(console, server, org):
     with org_client(server, org) as orgdeck:
-        orgdeck.policies.create("Broken", "1. MUST work.")
+        orgdeck.policies.create("Broken", "1. MUST work.", severity="warning")
     app, key = open_policy(console, server, org)
     app.text_area(key=f"{key}_check").input("agent.model ==")
     ran(app)
