@@ -215,3 +215,66 @@ def test_exceptions_granted_listed_and_revoked(console, server, org):
     with org_client(server, org) as orgdeck:
         [revoked] = orgdeck.policy_exceptions.list().items
     assert not revoked.live
+
+
+def preview_old_bot(console) -> AppTest:
+    app = console("pages/deployments.py")
+    app.session_state["tab"] = "Deploy"
+    ran(app)
+    app.multiselect(key="deploy_agents").select("old-bot")
+    ran(app)
+    button(app, "Preview changes").click()
+    return ran(app)
+
+
+def test_the_preview_lists_violations_and_a_deny_disables_deploy(console, server, org):
+    with org_client(server, org) as orgdeck:
+        running_gpt35(orgdeck)
+        saved_policy(orgdeck)
+        orgdeck.policies.create(
+            "Audited", "1. MUST be watched.", check=NO_GPT35, message="watched", enforcement="audit"
+        )
+    app = preview_old_bot(console)
+    said = texts(app)
+    assert "**Policy violations** · 2 (0 refusing the deployment)" in said
+    table = next(d.value for d in app.dataframe if "Policy" in d.value)
+    assert sorted(zip(table["Policy"], table["Enforcement"], strict=True)) == [
+        ("Audited", "audit"),
+        ("No gpt-3.5", "warn"),
+    ]
+    assert not button(app, "Deploy to staging").disabled
+
+    with org_client(server, org) as orgdeck:
+        [policy] = [p for p in orgdeck.policies.list().items if p.name == "No gpt-3.5"]
+        orgdeck.policies.update(policy.id, enforcement="deny")
+    app = preview_old_bot(console)
+    assert "**Policy violations** · 2 (1 refusing the deployment)" in texts(app)
+    deploy = button(app, "Deploy to staging")
+    assert deploy.disabled and "A deny policy refuses this deployment" in deploy.help
+
+
+def test_a_deny_met_on_deploy_is_said_in_words(console, server, org):
+    with org_client(server, org) as orgdeck:
+        running_gpt35(orgdeck)
+    app = preview_old_bot(console)
+    assert not button(app, "Deploy to staging").disabled
+    with org_client(server, org) as orgdeck:  # saved between the preview and the click
+        saved_policy(orgdeck, enforcement="deny")
+    button(app, "Deploy to staging").click()
+    ran(app)
+    [refusal] = [e.value for e in app.error]
+    assert "a deny policy refuses it" in refusal
+    assert "No gpt-3.5" in refusal and "old-bot" in refusal and "gpt-3.5 is retired" in refusal
+
+
+def test_the_overview_counts_deny_and_warn_violations(console, server, org):
+    with org_client(server, org) as orgdeck:
+        running_gpt35(orgdeck)
+        saved_policy(orgdeck)
+        orgdeck.policies.create(
+            "Audited", "1. MUST be watched.", check=NO_GPT35, message="watched", enforcement="audit"
+        )
+    app = console()
+    tile = next(metric for metric in app.metric if metric.label == "Policy violations")
+    assert tile.value == "1"
+    assert "(0 deny, 1 warn)" in tile.help
