@@ -17,6 +17,7 @@ from api.agents import PromptReferenceName, StableKey
 from api.approvals import ChangeRequestRef
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
 from api.constants import IDEMPOTENCY_HEADER
+from api.governance import Violation
 from api.resource import Resource, body
 
 JobStatus = Literal["pending", "running", "complete", "error", "partial"]
@@ -106,6 +107,11 @@ class DeploymentPreview(Record):
     agents: list[AgentPreview]
     warnings: list[PreviewWarning] = Field(
         default=[], description="Why deploying this would be refused; empty when it can go ahead."
+    )
+    violations: list[Violation] = Field(
+        default=[],
+        description="Policies the agents would break, each with its enforcement; a deny one without "
+        "an exception refuses the deploy.",
     )
 
 

@@ -265,12 +265,8 @@ class Policy(Record):
 
 class PolicyWithVersions(Policy):
     versions: list[PolicyVersion] = Field(description="Every version, newest first; the first is current.")
-    example_results: list[ExampleResult] | None = Field(
-        None, description="On a create or update: how its examples ran."
-    )
-    impact: list[ImpactEntry] | None = Field(
-        None, description="On a create or update: what runs now that it flags."
-    )
+    example_results: list[ExampleResult] | None = Field(None, description="How its examples run now.")
+    impact: list[ImpactEntry] | None = Field(None, description="What runs now that its check flags.")
 
 
 class CreatePolicyException(OrgScoped):

@@ -52,7 +52,15 @@ def apply_deployment(session: Session, row: ChangeRequestRow, reference: ChangeR
     deployed = {plan.agent.stable_key: deployed_state(plan.current) for plan in planned}
     if deployed != row.preview["before"]:
         raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
-    job = deployments.create_job(session, org_id=row.org_id, request=request, change_request=reference)
+    requester = reference.requested_by
+    job = deployments.create_job(
+        session,
+        org_id=row.org_id,
+        request=request,
+        actor=requester.email or requester.key_name,
+        action="changeRequest",
+        change_request=reference,
+    )
     return Applied(
         result={"jobId": job.id, "environmentId": environment.id},
         action="deploy",

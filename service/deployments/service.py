@@ -20,6 +20,7 @@ from api.deployments import (
     FieldChange,
     PreviewWarning,
 )
+from api.governance import Violation
 from service.agents.models import AgentRow, AgentVersionRow
 from service.deployments.diffs import diff_deployment
 from service.deployments.facts import load_prompts, readable_prompt
@@ -32,12 +33,18 @@ from service.environments import service as environments
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.protection import require_review_of_deployment, require_review_of_environment
 from service.errors import InvalidInput, NotFound
+from service.events.hooks import Hook
 from service.fleets.service import get_fleet
 from service.outbound.webhooks import new_secret
 from service.redaction.objects import restored
 from service.storage.crypto import Cipher, reencrypt_column
 from service.storage.db import utcnow
 from service.tools.models import ToolRow
+
+# Policies are checked on every deployment about to run, and shown on its preview.
+policies_checked: Hook[list[Violation]] = Hook(
+    "a deployment is about to run", attached_by="service.governance.evaluation"
+)
 
 
 @dataclass(frozen=True)
@@ -108,6 +115,28 @@ def _missing_signing_key(session: Session, environment: EnvironmentRow) -> Previ
     )
 
 
+def policy_violations(
+    session: Session,
+    *,
+    org_id: str,
+    environment: EnvironmentRow,
+    planned: Sequence[PlannedAgent],
+    deployment: dict[str, Any],
+    enforce: bool,
+) -> list[Violation]:
+    """The policies the planned agents break; enforced, a deny one refuses the deployment.
+    `deployment` is the CEL input's `{actor, viaChangeRequest, action}`."""
+    answers = policies_checked(
+        session,
+        org_id=org_id,
+        environment=environment,
+        planned=planned,
+        deployment=deployment,
+        enforce=enforce,
+    )
+    return [violation for answer in answers for violation in answer]
+
+
 def agent_previews(planned: Sequence[PlannedAgent]) -> list[AgentPreview]:
     """What each planned agent changes, as a preview shows it."""
     return [
@@ -127,13 +156,20 @@ def create_job(
     *,
     org_id: str,
     request: DeploymentRequest,
+    actor: str,
+    action: str = "deploy",
     change_request: ChangeRequestRef | None = None,
 ) -> DeploymentJobRow:
     """A pending job deploying the request's agents; a worker picks it up. A protected environment
-    takes it only from an approved change request (`change_request`, which the job names)."""
+    takes it only from an approved change request (`change_request`, which the job names). `actor`
+    (a member's email or a key's name) and `action` are what policy checks read of it."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
     if change_request is None:
         require_review_of_deployment(environment)
+    deployment = {"actor": actor, "viaChangeRequest": change_request is not None, "action": action}
+    policy_violations(
+        session, org_id=org_id, environment=environment, planned=planned, deployment=deployment, enforce=True
+    )
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
         raise InvalidInput(missing_key.message, field="environmentId", code=missing_key.code)
@@ -158,7 +194,7 @@ def create_job(
 
 
 def create_fleet_job(
-    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str
+    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str, actor: str
 ) -> DeploymentJobRow:
     """A pending job deploying every agent of the fleet (each its latest version)."""
     fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
@@ -168,7 +204,7 @@ def create_fleet_job(
     request = DeploymentRequest(
         org_slug=org_slug, environment_id=environment_id, agent_stable_keys=stable_keys
     )
-    return create_job(session, org_id=org_id, request=request)
+    return create_job(session, org_id=org_id, request=request, actor=actor, action="fleetDeploy")
 
 
 @environments.newest_jobs.attach

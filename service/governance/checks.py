@@ -20,6 +20,8 @@ Outcome = Literal["pass", "fail", "error"]
 CHECK_MAX_LENGTH = 10_000
 # Distinct check texts kept compiled; an organization's policies are a few dozen, a fleet's a few hundred.
 COMPILED_CACHE_SIZE = 1024
+# How an error outcome says the check answered something other than true or false.
+NOT_BOOLEAN = "the check answered"
 _POSITION = re.compile(r"<input>:(\d+):(\d+):\s*(.*)")
 
 
@@ -68,7 +70,7 @@ def run_check(compiled: CompiledCheck, input: dict[str, Any]) -> CheckResult:
     except Exception as error:
         return CheckResult(outcome="error", error=_evaluation_error(error))
     if not isinstance(value, bool):
-        return CheckResult(outcome="error", error=f"the check answered {type(value).__name__}, not a boolean")
+        return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
     return CheckResult(outcome="pass" if value else "fail")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
@@ -15,14 +16,28 @@ from sqlalchemy.orm import Session, selectinload
 from api.approvals import ChangeRequestRef
 from api.governance import (
     BUILTIN_DRAFTER_KEY,
+    DEFAULT_ENFORCEMENT,
     CreatePolicy,
     DraftingModel,
+    ExampleResult,
     GeneratePolicyPrompt,
     PolicyDraft,
+    PolicyExample,
+    PolicyTestResult,
+    TestPolicyCheck,
     TokenUsage,
     UpdatePolicy,
 )
 from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
+from service.governance import evaluation
+from service.governance.checks import (
+    NOT_BOOLEAN,
+    CheckInvalid,
+    compile_check,
+    evaluate_message,
+    run_check,
+    validate_message,
+)
 from service.governance.drafting import (
     DRAFT_MAX_TOKENS,
     SYSTEM_PROMPT,
@@ -45,7 +60,18 @@ BUILTIN_NOTICE = (
     "instructions as numbered MUST / MUST NOT statements; choose a system model or one of your "
     "provider connections for a draft written by a model."
 )
-VERSIONED_FIELDS = ("name", "description", "category", "severity", "rule_text")
+VERSIONED_FIELDS = (
+    "name",
+    "description",
+    "category",
+    "severity",
+    "rule_text",
+    "check",
+    "message",
+    "enforcement",
+    "scope",
+    "examples",
+)
 
 
 @dataclass(frozen=True)
@@ -129,9 +155,15 @@ def create_policy(
     """Save a policy as version 1 (through a change request where the organization requires it:
     `change_request`, which the version names)."""
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
+        require_review_of_policies(session, org_id=org_id)
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
+    enforcement = request.enforcement or DEFAULT_ENFORCEMENT[request.severity]
+    examples = [example.model_dump(mode="json", by_alias=True) for example in request.examples]
+    results = tested(request.check, request.message, examples)
+    _refuse_untested_deny(
+        enforcement, request.check, results, explicit="enforcement" in request.model_fields_set
+    )
     policy = PolicyRow(
         org_id=org_id,
         name=request.name,
@@ -139,6 +171,11 @@ def create_policy(
         category=request.category,
         severity=request.severity,
         rule_text=headed(request.rule_text, fields),
+        check=request.check,
+        message=request.message,
+        enforcement=enforcement,
+        scope=request.scope.model_dump(mode="json", by_alias=True),
+        examples=examples,
         drafted_with=request.drafted_with,
         version=1,
     )
@@ -146,6 +183,52 @@ def create_policy(
     session.add(policy)
     session.flush()
     return policy
+
+
+def tested(check: str | None, message: str | None, examples: list[dict[str, Any]]) -> list[ExampleResult]:
+    """Run a check on its examples; CheckInvalid (400) when it does not compile or answers something
+    other than a boolean on one of them."""
+    validate_message(message)
+    if check is None:
+        return []
+    compiled = compile_check(check)
+    results = []
+    for example in map(PolicyExample.model_validate, examples):
+        result = run_check(compiled, example.input)
+        if result.outcome == "error" and result.error and result.error.startswith(NOT_BOOLEAN):
+            raise CheckInvalid(f"{result.error} on example '{example.name}'")
+        said = result.error if result.outcome == "error" else evaluate_message(message, example.input)
+        results.append(
+            ExampleResult(
+                name=example.name,
+                expect=example.expect,
+                outcome=result.outcome,
+                passed=result.outcome == example.expect,
+                message=said if result.outcome != "pass" else None,
+            )
+        )
+    return results
+
+
+def _refuse_untested_deny(
+    enforcement: str, check: str | None, results: list[ExampleResult], *, explicit: bool
+) -> None:
+    """A deny policy's check must be tested: at least one example, every one as expected. Asked
+    for without a check it is refused too (a severity's default deny on a policy without a check
+    stands: there is nothing to enforce until a check is added, which then needs its examples)."""
+    if enforcement != "deny":
+        return
+    if check is None:
+        if explicit:
+            raise InvalidInput("enforcement deny needs a check to enforce", field="enforcement")
+        return
+    failing = [result.name for result in results if not result.passed]
+    if not results or failing:
+        why = "it has no examples" if not results else f"these examples fail: {', '.join(failing)}"
+        raise InvalidInput(
+            f"enforcement deny needs a check whose examples all pass; {why} (use audit or warn meanwhile)",
+            field="enforcement",
+        )
 
 
 def list_policies(
@@ -198,12 +281,19 @@ def update_policy(
     change request that made it, if one did), the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
-    changes = {
-        field: getattr(request, field)
+        require_review_of_policies(session, org_id=org_id)
+    sent = {
+        field: _stored(getattr(request, field))
         for field in VERSIONED_FIELDS
-        if field in request.model_fields_set and getattr(request, field) != getattr(policy, field)
+        if field in request.model_fields_set
     }
+    changes = {field: value for field, value in sent.items() if value != getattr(policy, field)}
+    check, message = changes.get("check", policy.check), changes.get("message", policy.message)
+    examples = changes.get("examples", policy.examples)
+    enforcement = changes.get("enforcement", policy.enforcement)
+    if {"check", "message", "examples", "enforcement"} & changes.keys():
+        results = tested(check, message, examples)
+        _refuse_untested_deny(enforcement, check, results, explicit="enforcement" in changes)
     if not changes:
         return policy
     if "name" in changes:
@@ -226,13 +316,13 @@ def delete_policy(
 ) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
+        require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
     return policy
 
 
-def _require_review_of_policies(session: Session, *, org_id: str) -> None:
+def require_review_of_policies(session: Session, *, org_id: str) -> None:
     """The rule that sends a policy's change to review: the organization requires approval of them."""
     if session.scalar(select(OrganizationRow.policy_approval_required).where(OrganizationRow.id == org_id)):
         raise ApprovalRequired(
@@ -307,6 +397,13 @@ def _ask(target: DraftingTarget, *, prompt: str, settings: Settings) -> Completi
     )
 
 
+def _stored(value: Any) -> Any:
+    """A request's value as the row keeps it: records and lists of them as their wire JSON."""
+    if isinstance(value, list):
+        return [_stored(item) for item in value]
+    return value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value
+
+
 def _snapshot(policy: PolicyRow, change_request: ChangeRequestRef | None) -> PolicyVersionRow:
     return PolicyVersionRow(
         version=policy.version,
@@ -319,3 +416,33 @@ def _refuse_duplicate_name(session: Session, *, org_id: str, name: str) -> None:
     taken = session.scalar(select(PolicyRow.id).where(PolicyRow.org_id == org_id, PolicyRow.name == name))
     if taken is not None:
         raise AlreadyExists(f"A policy named '{name}' already exists", field="name")
+
+
+def test_saved(session: Session, policy: PolicyRow) -> PolicyTestResult:
+    """A saved policy's examples as they run now, and what it flags of what runs."""
+    results = tested(policy.check, policy.message, policy.examples)
+    flagged = evaluation.impact(session, org_id=policy.org_id, policy=policy) if policy.check else []
+    return PolicyTestResult(examples=results, passed=_all_passed(results), impact=flagged)
+
+
+def test_unsaved(session: Session, *, org_id: str, request: TestPolicyCheck) -> PolicyTestResult:
+    """An unsaved check's examples and what it would flag of what runs now; nothing is saved."""
+    examples = [example.model_dump(mode="json", by_alias=True) for example in request.examples]
+    results = tested(request.check, request.message, examples)
+    # Never added to the session: a policy as it would be saved, for evaluation only.
+    draft = PolicyRow(
+        id="",
+        org_id=org_id,
+        name="(unsaved)",
+        version=0,
+        enforcement="audit",
+        check=request.check,
+        message=request.message,
+        scope=request.scope.model_dump(mode="json", by_alias=True),
+    )
+    flagged = evaluation.impact(session, org_id=org_id, policy=draft)
+    return PolicyTestResult(examples=results, passed=_all_passed(results), impact=flagged)
+
+
+def _all_passed(results: list[ExampleResult]) -> bool:
+    return bool(results) and all(result.passed for result in results)

@@ -1,0 +1,280 @@
+"""Where policies meet what runs: the one place their checks are evaluated, for a deployment about to
+run (attached to service.deployments' hook, which sits below governance) and for what runs now.
+
+A policy with a check applies to an agent in an environment when both are in its scope. A `fail`
+or an `error` outcome (the check could not be evaluated) is a violation: an error never lets a deny
+through. A deny violation refuses the deployment unless a live exception covers its agent or
+environment."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.orm import Session
+
+from api.governance import (
+    Compliance,
+    ComplianceCell,
+    ComplianceViolation,
+    ImpactEntry,
+    PolicyScope,
+    Violation,
+)
+from service.agents.models import AgentRow
+from service.deployments import service as deployments
+from service.deployments.models import AgentDeploymentRow
+from service.environments.models import EnvironmentRow
+from service.errors import Forbidden
+from service.governance.checks import compile_check, evaluate_message, run_check
+from service.governance.models import PolicyExceptionRow, PolicyRow
+from service.redaction.objects import redacted
+from service.storage.db import utcnow
+
+
+class PolicyViolation(Forbidden):
+    """A deployment that breaks a deny policy, with no live exception for it."""
+
+    code = "policy_violation"
+
+    def __init__(self, violations: Sequence[Violation]) -> None:
+        named = "; ".join(f"{v.policy_name} ({v.agent}): {v.message}" for v in violations)
+        super().__init__(f"Refused by policy: {named}")
+        self.violations = list(violations)
+
+    def details(self) -> list[dict[str, Any]]:
+        return [
+            {"policyId": v.policy_id, "policyName": v.policy_name, "agent": v.agent, "message": v.message}
+            for v in self.violations
+        ]
+
+
+@dataclass(frozen=True)
+class Subject:
+    """An agent as it would run (or runs) in an environment: what a check reads."""
+
+    agent: AgentRow
+    config: dict[str, Any]
+
+
+def policy_input(subject: Subject, environment: EnvironmentRow, deployment: dict[str, Any]) -> dict[str, Any]:
+    """The CEL input `{agent, environment, deployment}` (docs/reference.md, "Policy checks")."""
+    config = subject.config
+    pins = config.get("promptPins") or {}
+    return {
+        "agent": {
+            "stableKey": subject.agent.stable_key,
+            "name": config.get("name", subject.agent.name),
+            "provider": config.get("provider", subject.agent.provider),
+            "model": config.get("model") or "",
+            "providerConfig": redacted(config.get("providerConfig") or {}),
+            "tags": subject.agent.tags,
+            "tools": [{"ref": ref} for ref in config.get("toolRefs") or []],
+            "prompts": [
+                {"name": name, "reference": reference, "version": pins.get(name)}
+                for name, reference in (config.get("promptReferences") or {}).items()
+            ],
+        },
+        "environment": {
+            "name": environment.name,
+            "protected": environment.protected,
+            "target": environment.target,
+        },
+        "deployment": deployment,
+    }
+
+
+def environment_in_scope(scope: PolicyScope, environment: EnvironmentRow) -> bool:
+    environments = scope.environments
+    if environments.match == "names":
+        return environment.name in environments.names
+    return environment.protected if environments.match == "protected" else True
+
+
+def in_scope(scope: PolicyScope, agent: AgentRow, environment: EnvironmentRow) -> bool:
+    if not environment_in_scope(scope, environment):
+        return False
+    agents = scope.agents
+    if agents.match == "tags" and not set(agents.tags) & set(agent.tags):
+        return False
+    return not (agents.match == "fleets" and agent.fleet_id not in agents.fleet_ids)
+
+
+def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
+    """The organization's policies that carry a check, in a stable order."""
+    query = select(PolicyRow).where(PolicyRow.org_id == org_id, PolicyRow.check.is_not(None))
+    return list(session.scalars(query.order_by(PolicyRow.name)))
+
+
+def violations(
+    policies: Sequence[PolicyRow],
+    subjects: Sequence[Subject],
+    environment: EnvironmentRow,
+    deployment: dict[str, Any],
+    exceptions: Sequence[PolicyExceptionRow] = (),
+) -> list[Violation]:
+    """Every policy each subject breaks in the environment, with the exception that covers it."""
+    found = []
+    for subject in subjects:
+        inputs: dict[str, Any] | None = None
+        for policy in policies:
+            scope = PolicyScope.model_validate(policy.scope)
+            if policy.check is None or not in_scope(scope, subject.agent, environment):
+                continue
+            inputs = inputs or policy_input(subject, environment, deployment)
+            result = run_check(compile_check(policy.check), inputs)
+            if result.outcome == "pass":
+                continue
+            message = (
+                f"evaluation error: {result.error}"
+                if result.outcome == "error"
+                else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
+            )
+            found.append(
+                Violation(
+                    policy_id=policy.id,
+                    policy_name=policy.name,
+                    policy_version=policy.version,
+                    enforcement=policy.enforcement,
+                    agent=subject.agent.stable_key,
+                    environment_name=environment.name,
+                    outcome=result.outcome,
+                    message=message,
+                    exception_id=_covering(exceptions, policy.id, subject.agent.stable_key, environment.name),
+                )
+            )
+    return found
+
+
+def live_exceptions(
+    session: Session, *, org_id: str, now: datetime | None = None
+) -> list[PolicyExceptionRow]:
+    moment = now or utcnow()
+    query = select(PolicyExceptionRow).where(
+        PolicyExceptionRow.org_id == org_id,
+        PolicyExceptionRow.revoked_at.is_(None),
+        PolicyExceptionRow.expires_at > moment,
+    )
+    return list(session.scalars(query))
+
+
+@deployments.policies_checked.attach
+def check_deployment(
+    session: Session,
+    *,
+    org_id: str,
+    environment: EnvironmentRow,
+    planned: Sequence[deployments.PlannedAgent],
+    deployment: dict[str, Any],
+    enforce: bool,
+) -> list[Violation]:
+    """The violations of a deployment about to run (or previewed); enforced, a deny violation with
+    no live exception refuses it (403 policy_violation)."""
+    policies = checked_policies(session, org_id=org_id)
+    if not policies:
+        return []
+    subjects = [Subject(agent=plan.agent, config=plan.config) for plan in planned]
+    found = violations(policies, subjects, environment, deployment, live_exceptions(session, org_id=org_id))
+    refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
+    if enforce and refused:
+        raise PolicyViolation(refused)
+    return found
+
+
+def running_subjects(
+    session: Session, *, org_id: str
+) -> dict[str, tuple[EnvironmentRow, list[tuple[Subject, datetime]]]]:
+    """What runs now, per environment id: each agent with the config it was deployed with and when."""
+    environments = {
+        env.id: (env, [])
+        for env in session.scalars(select(EnvironmentRow).where(EnvironmentRow.org_id == org_id))
+    }
+    rows = session.execute(
+        select(AgentDeploymentRow, AgentRow)
+        .join(AgentRow, AgentRow.id == AgentDeploymentRow.agent_id)
+        .where(AgentDeploymentRow.org_id == org_id)
+        .order_by(AgentRow.stable_key)
+    )
+    for deployed, agent in rows:
+        environments[deployed.environment_id][1].append(
+            (Subject(agent=agent, config=deployed.config), deployed.deployed_at)
+        )
+    return environments
+
+
+def impact(session: Session, *, org_id: str, policy: PolicyRow) -> list[ImpactEntry]:
+    """What runs now that the policy flags, everywhere in its scope (exceptions aside)."""
+    entries = []
+    for environment, running in running_subjects(session, org_id=org_id).values():
+        subjects = [subject for subject, _ in running]
+        for violation in violations([policy], subjects, environment, RUNNING):
+            entries.append(
+                ImpactEntry(
+                    agent=violation.agent,
+                    environment_name=violation.environment_name,
+                    outcome=violation.outcome,
+                    message=violation.message,
+                )
+            )
+    return entries
+
+
+def compliance(session: Session, *, org_id: str) -> Compliance:
+    """Every policy with a check against what runs now in every environment it applies to,
+    recomputed on read from the current deployment records (one row per agent and environment:
+    bounded by what runs, and each check compiled once)."""
+    policies = checked_policies(session, org_id=org_id)
+    exceptions = live_exceptions(session, org_id=org_id)
+    matrix, listed = [], []
+    for environment, running in running_subjects(session, org_id=org_id).values():
+        since = {subject.agent.stable_key: deployed_at for subject, deployed_at in running}
+        for policy in policies:
+            scope = PolicyScope.model_validate(policy.scope)
+            if not environment_in_scope(scope, environment):
+                continue
+            subjects = [s for s, _ in running if in_scope(scope, s.agent, environment)]
+            found = violations([policy], subjects, environment, RUNNING, exceptions)
+            open_ = [v for v in found if v.exception_id is None]
+            matrix.append(
+                ComplianceCell(
+                    policy_id=policy.id,
+                    policy_name=policy.name,
+                    environment_name=environment.name,
+                    violations=len(open_),
+                    compliant=len(subjects) - len(open_),
+                )
+            )
+            listed.extend(
+                ComplianceViolation(
+                    agent=v.agent,
+                    environment_name=v.environment_name,
+                    policy_id=v.policy_id,
+                    policy_name=v.policy_name,
+                    enforcement=v.enforcement,
+                    message=v.message,
+                    since=since[v.agent],
+                )
+                for v in open_
+            )
+    return Compliance(matrix=matrix, violations=listed, evaluated_at=utcnow())
+
+
+# What `deployment` says of what already runs: its deployer is not kept apart from the job.
+RUNNING: dict[str, Any] = {"actor": "", "viaChangeRequest": False, "action": "running"}
+
+
+def _covering(
+    exceptions: Sequence[PolicyExceptionRow], policy_id: str, agent: str, environment: str
+) -> str | None:
+    for exception in exceptions:
+        if exception.policy_id != policy_id:
+            continue
+        if exception.agent_stable_key not in (None, agent):
+            continue
+        if exception.environment_name not in (None, environment):
+            continue
+        return exception.id
+    return None
