@@ -1,0 +1,395 @@
+"""The common asks the built-in drafter recognises in an author's plain words, each turned into a
+CEL condition over `{agent, environment, deployment}` with a rule line and sample inputs.
+
+An instruction is read clause by clause ("production agents must not use gpt-3.5 and must keep
+temperature ≤ 0.3" is two clauses); each matcher below is small and looks for one kind of ask:
+
+- models and providers, allowed ("only gpt-4o or claude-3-5-sonnet", "only use azure") or denied
+  ("must not use gpt-3.5"); a model name also covers its suffixed versions (gpt-3.5 covers
+  gpt-3.5-turbo);
+- a temperature cap and a max-token cap ("temperature ≤ 0.3", "max tokens at most 4096");
+- tools denied ("must not use the shell.exec tool");
+- tags required or forbidden ("must be tagged owner", "must not be tagged experimental");
+- the environments the rule speaks of ("production agents …", "in protected environments").
+
+Docs: docs/reference.md, "The built-in drafter's asks".
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from api.governance import EnvironmentScope
+
+Sample = dict[str, Any]
+
+# Provider words as authors write them, longest first, and the provider kind an agent names.
+PROVIDER_WORDS = {
+    "azure openai": "azure_openai",
+    "azure_openai": "azure_openai",
+    "azure": "azure_openai",
+    "openai-compatible": "openai_compatible",
+    "openai compatible": "openai_compatible",
+    "openai_compatible": "openai_compatible",
+    "openai": "openai",
+    "anthropic": "anthropic",
+}
+# Stand-ins for a sample agent that must use something the rule does not allow (or deny).
+OTHER_MODELS = ("gpt-4o", "claude-3-5-sonnet", "gpt-3.5-turbo", "llama3.1:8b")
+OTHER_PROVIDERS = ("openai", "anthropic", "azure_openai", "openai_compatible")
+# Environment words recognised without the word "environment" after them.
+ENVIRONMENT_WORDS = ("production", "prod", "staging", "stage", "development", "dev", "qa", "uat", "sandbox")
+# Words before "environment(s)" that are not its name.
+NOT_ENVIRONMENT_NAMES = {"all", "any", "every", "each", "the", "an", "other", "its", "their", "protected"}
+
+_CLAUSE_END = re.compile(
+    r"[.!?](?=\s|$)|[;\n]+|,?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|"
+    r"have|has|be|are|is|use|not|cannot|can't|don't|do)\b)",
+    re.IGNORECASE,
+)
+_NEGATION = re.compile(
+    r"\b(?:not|never|no|don't|doesn't|cannot|can't|mustn't|shouldn't|forbid|forbidden|disallow|"
+    r"disallowed|ban|banned|prohibit|prohibited|avoid)\b"
+)
+_MODEL = re.compile(
+    r"\b(?:gpt|o[1-9]|claude|gemini|llama|mistral|mixtral|codestral|qwen|deepseek|phi|grok|command-r)"
+    r"(?:[-.:]?[a-z0-9]+)*"
+)
+_PROVIDER = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in PROVIDER_WORDS) + r")\b")
+_DOTTED_NAME = re.compile(r"(?<![\w.-])[a-z0-9_-]*[a-z_][a-z0-9_-]*\.[a-z_][a-z0-9._-]*[a-z0-9_]")
+_NAMED_TOOL = re.compile(
+    r"\btools?\s+[`'\"]?([a-z0-9][a-z0-9._-]*)|[`'\"]?([a-z0-9][a-z0-9._-]*)[`'\"]?\s+tools?\b"
+)
+_TAGS = re.compile(
+    r"\b(?:tagged(?:\s+with)?|(?:the\s+)?tags?|labell?ed(?:\s+with)?)\s+"
+    r"(?P<tags>[`'\"]?[a-z0-9][a-z0-9_.:/-]*[`'\"]?(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[`'\"]?"
+    r"[a-z0-9][a-z0-9_.:/-]*[`'\"]?)*)"
+)
+_TEMPERATURE = re.compile(
+    r"(?P<before>\b(?:max(?:imum)?|highest)\s+)?\btemperature\b(?P<gap>[^0-9]{0,40}?)"
+    r"(?P<number>\d+(?:\.\d+)?)(?P<after>\s+or\s+(?:less|lower|below))?"
+)
+_MAX_TOKENS = re.compile(
+    r"(?P<before>\b(?:max(?:imum)?)[\s_-]*)?\b(?:output\s+)?tokens?\b(?P<gap>[^0-9]{0,40}?)"
+    r"(?P<number>\d[\d,_]*)(?P<after>\s+or\s+(?:less|fewer|lower|below))?"
+)
+_TOKENS_AFTER_NUMBER = re.compile(
+    r"(?P<gap>\b(?:at most|no more than|up to|not more than|under|below|fewer than|less than|"
+    r"maximum of|max(?:imum)?|cap(?:ped)? (?:at|of))\s+)(?P<number>\d[\d,_]*)\s+(?:output\s+)?tokens\b"
+)
+_AT_MOST = re.compile(
+    r"≤|<=|=<|\bat most\b|\bno more than\b|\bnot more than\b|\bnot (?:above|over|exceed)|\bexceed\b|"
+    r"\bup to\b|\bmax(?:imum)?\b|\bcap(?:ped)?\b|\blimit(?:ed)?\b|\bno (?:higher|greater) than\b"
+)
+_BELOW = re.compile(r"<|\bbelow\b|\bunder\b|\bless than\b|\blower than\b|\bfewer than\b")
+_ENVIRONMENT = re.compile(
+    r"\b(?P<word>" + "|".join(ENVIRONMENT_WORDS) + r")\b|\b(?P<named>[a-z0-9][a-z0-9_-]*)\s+environments?\b"
+)
+_PROTECTED = re.compile(r"\bprotected\s+environments?\b")
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One recognised ask: the rule line, the CEL condition (true when the agent complies) and how a
+    sample agent is made to comply with it or to break it."""
+
+    statement: str
+    # Never with a top-level || : conditions are joined with && as they are.
+    condition: str
+    comply: Callable[[Sample], None]
+    violate: Callable[[Sample], None]
+    # The failing example's name: what the violating sample does.
+    violation: str
+
+
+@dataclass(frozen=True)
+class Recognised:
+    requirements: list[Requirement]
+    # Clauses in which no ask was recognised, as the author wrote them.
+    unrecognised: list[str]
+    environments: EnvironmentScope
+
+
+def recognise(instructions: str) -> Recognised:
+    """The asks recognised in the instructions, clause by clause, and the environments they name."""
+    requirements: list[Requirement] = []
+    unrecognised = []
+    for clause in _clauses(instructions):
+        found = _requirements_in(clause.lower())
+        requirements += found
+        if not found:
+            unrecognised.append(clause)
+    return Recognised(_distinct(requirements), unrecognised, environments_named(instructions))
+
+
+def environments_named(instructions: str) -> EnvironmentScope:
+    """The environments the instructions speak of: "production agents …" → [production]."""
+    text = instructions.lower()
+    if _PROTECTED.search(text):
+        return EnvironmentScope(match="protected")
+    names: list[str] = []
+    for found in _ENVIRONMENT.finditer(text):
+        name = found["word"] or found["named"]
+        if name not in NOT_ENVIRONMENT_NAMES and name not in names:
+            names.append(name)
+    return EnvironmentScope(match="names", names=names) if names else EnvironmentScope()
+
+
+def condition_of(requirements: list[Requirement]) -> str | None:
+    """One check holding every requirement: their conditions joined with &&."""
+    return " && ".join(r.condition for r in requirements) or None
+
+
+def _clauses(text: str) -> list[str]:
+    parts = (part.strip(" ,-*•\t") for part in _CLAUSE_END.split(text))
+    return [part for part in parts if any(c.isalnum() for c in part)]
+
+
+def _requirements_in(clause: str) -> list[Requirement]:
+    forbids = bool(_NEGATION.search(clause))
+    found = [_temperature_cap(clause), _max_tokens_cap(clause), _tags(clause, forbids)]
+    if "temperature" not in clause and not re.search(r"\btokens?\b", clause):
+        found += [_models(clause, forbids), _providers(clause, forbids), _tools(clause, forbids)]
+    return [requirement for requirement in found if requirement is not None]
+
+
+def _distinct(requirements: list[Requirement]) -> list[Requirement]:
+    seen: set[str] = set()
+    return [r for r in requirements if not (r.condition in seen or seen.add(r.condition))]
+
+
+# -- models and providers -----------------------------------------------------------------
+
+
+def _models(clause: str, forbids: bool) -> Requirement | None:
+    names = _unique(found.group().rstrip(".-:") for found in _MODEL.finditer(clause))
+    if not names:
+        return None
+    covers = _model_covered(names)
+    said = _said(names)
+    if forbids:
+        return Requirement(
+            statement=f"MUST NOT use the model {said} (or a version of it).",
+            condition=f"!{covers}",
+            comply=lambda sample: _set_model(sample, _first_not_covered(OTHER_MODELS, names, sample)),
+            violate=lambda sample: _set_model(sample, names[0]),
+            violation=f"uses {names[0]}",
+        )
+    other = _first_not_covered(OTHER_MODELS, names, None)
+    return Requirement(
+        statement=f"MUST use only the model {said} (or a version of it).",
+        condition=covers,
+        comply=lambda sample: (
+            None if _covered(sample["agent"]["model"], names) else _set_model(sample, names[0])
+        ),
+        violate=lambda sample: _set_model(sample, other),
+        violation=f"uses {other}",
+    )
+
+
+def _providers(clause: str, forbids: bool) -> Requirement | None:
+    kinds = _unique(PROVIDER_WORDS[found.group()] for found in _PROVIDER.finditer(clause))
+    if not kinds:
+        return None
+    listed = _cel_list(kinds)
+    said = _said(kinds)
+    if forbids:
+        allowed = next(kind for kind in OTHER_PROVIDERS if kind not in kinds)
+        return Requirement(
+            statement=f"MUST NOT use the provider {said}.",
+            condition=f"!(agent.provider in {listed})",
+            comply=lambda sample: _set_provider(sample, allowed, unless=kinds, forbidden=True),
+            violate=lambda sample: _set_provider(sample, kinds[0]),
+            violation=f"uses the provider {kinds[0]}",
+        )
+    other = next(kind for kind in OTHER_PROVIDERS if kind not in kinds)
+    return Requirement(
+        statement=f"MUST use only the provider {said}.",
+        condition=f"agent.provider in {listed}",
+        comply=lambda sample: _set_provider(sample, kinds[0], unless=kinds, forbidden=False),
+        violate=lambda sample: _set_provider(sample, other),
+        violation=f"uses the provider {other}",
+    )
+
+
+def _model_covered(names: list[str]) -> str:
+    """The CEL condition that the agent's model is one of the names or a version of one."""
+    if len(names) == 1:
+        return f'(agent.model == "{names[0]}" || agent.model.startsWith("{names[0]}-"))'
+    return f'{_cel_list(names)}.exists(m, agent.model == m || agent.model.startsWith(m + "-"))'
+
+
+def _covered(model: str, names: list[str]) -> bool:
+    return any(model == name or model.startswith(f"{name}-") for name in names)
+
+
+def _first_not_covered(candidates: tuple[str, ...], names: list[str], sample: Sample | None) -> str:
+    if sample is not None and not _covered(sample["agent"]["model"], names):
+        return sample["agent"]["model"]
+    return next(model for model in candidates if not _covered(model, names))
+
+
+def _set_model(sample: Sample, model: str) -> None:
+    sample["agent"]["model"] = model
+    sample["agent"]["providerConfig"]["model"] = model
+
+
+def _set_provider(
+    sample: Sample, kind: str, *, unless: list[str] | None = None, forbidden: bool = False
+) -> None:
+    """Set the provider; with `unless`, only when the current one breaks the rule."""
+    if unless is not None and (sample["agent"]["provider"] in unless) != forbidden:
+        return
+    sample["agent"]["provider"] = kind
+
+
+# -- caps ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Cap:
+    limit: float
+    # Strictly below the limit ("under 0.5") rather than at most ("≤ 0.5").
+    strict: bool
+
+
+def _cap(found: re.Match[str]) -> Cap | None:
+    words = f"{found['before'] or ''} {found['gap']} {found['after'] or ''}"
+    limit = float(found["number"].replace(",", "").replace("_", ""))
+    if _AT_MOST.search(words) or found["after"]:
+        return Cap(limit, strict=False)
+    if _BELOW.search(words):
+        return Cap(limit, strict=True)
+    return None
+
+
+def _temperature_cap(clause: str) -> Requirement | None:
+    found = _TEMPERATURE.search(clause)
+    cap = _cap(found) if found else None
+    if cap is None:
+        return None
+    return _capped_setting("temperature", "temperature", cap, exceeding=round(max(cap.limit + 0.5, 0.9), 2))
+
+
+def _max_tokens_cap(clause: str) -> Requirement | None:
+    found = _MAX_TOKENS.search(clause) or _TOKENS_AFTER_NUMBER.search(clause)
+    if found is None:
+        return None
+    groups = found.groupdict()
+    words = f"{groups.get('before') or ''} {found['gap']} {groups.get('after') or ''}"
+    limit = int(found["number"].replace(",", "").replace("_", ""))
+    if _AT_MOST.search(words) or groups.get("after"):
+        cap = Cap(limit, strict=False)
+    elif _BELOW.search(words):
+        cap = Cap(limit, strict=True)
+    else:
+        return None
+    return _capped_setting("max_tokens", "max tokens", cap, exceeding=limit * 2)
+
+
+def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requirement:
+    """A provider config setting kept at or below a limit. A missing setting breaks the rule: the
+    provider's own default (temperature 1, no output limit) is what a cap is written against."""
+    limit = int(cap.limit) if cap.limit == int(cap.limit) else cap.limit
+    operator, said = ("<", f"below {limit}") if cap.strict else ("<=", f"at or below {limit}")
+    within = limit / 2 if cap.strict else limit
+
+    def comply(sample: Sample) -> None:
+        current = sample["agent"]["providerConfig"].get(key)
+        if current is None or current > within:
+            sample["agent"]["providerConfig"][key] = within
+
+    def violate(sample: Sample) -> None:
+        sample["agent"]["providerConfig"][key] = exceeding
+
+    return Requirement(
+        statement=f"MUST keep {words} {said}.",
+        condition=f"has(agent.providerConfig.{key}) && agent.providerConfig.{key} {operator} {limit}",
+        comply=comply,
+        violate=violate,
+        violation=f"{words} {exceeding}",
+    )
+
+
+# -- tools and tags -----------------------------------------------------------------------
+
+
+def _tools(clause: str, forbids: bool) -> Requirement | None:
+    named = [a or b for a, b in _NAMED_TOOL.findall(clause) if (a or b) not in {"any", "the", "a", "no"}]
+    refs = _unique([*(found.group() for found in _DOTTED_NAME.finditer(clause)), *named])
+    if not forbids or not refs:
+        return None
+    listed = _cel_list(refs)
+
+    def comply(sample: Sample) -> None:
+        sample["agent"]["tools"] = [tool for tool in sample["agent"]["tools"] if tool["ref"] not in refs]
+
+    def violate(sample: Sample) -> None:
+        sample["agent"]["tools"].append({"ref": refs[0]})
+
+    return Requirement(
+        statement=f"MUST NOT use the tool {_said(refs)}.",
+        condition=f"!agent.tools.exists(t, t.ref in {listed})",
+        comply=comply,
+        violate=violate,
+        violation=f"uses the tool {refs[0]}",
+    )
+
+
+def _tags(clause: str, forbids: bool) -> Requirement | None:
+    found = _TAGS.search(clause)
+    if found is None:
+        return None
+    tags = _unique(tag.strip("`'\"") for tag in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", found["tags"]))
+    # "owner" is met by "owner" or "owner:<anything>": tags often carry a value.
+    carries = [f'agent.tags.exists(t, t == "{tag}" || t.startsWith("{tag}:"))' for tag in tags]
+
+    def carry(sample: Sample) -> None:
+        sample["agent"]["tags"] += [tag for tag in tags if tag not in sample["agent"]["tags"]]
+
+    def drop(sample: Sample) -> None:
+        sample["agent"]["tags"] = [t for t in sample["agent"]["tags"] if not _tagged(t, tags)]
+
+    if forbids:
+        return Requirement(
+            statement=f"MUST NOT be tagged {_said(tags, 'or')}.",
+            condition=" && ".join(f"!{c}" for c in carries),
+            comply=drop,
+            violate=lambda sample: sample["agent"]["tags"].append(tags[0]),
+            violation=f"tagged {tags[0]}",
+        )
+    return Requirement(
+        statement=f"MUST be tagged {_said(tags, 'and')}.",
+        condition=" && ".join(carries),
+        comply=carry,
+        violate=drop,
+        violation=f"not tagged {tags[0]}",
+    )
+
+
+def _tagged(tag: str, tags: list[str]) -> bool:
+    return any(tag == wanted or tag.startswith(f"{wanted}:") for wanted in tags)
+
+
+# -- words --------------------------------------------------------------------------------
+
+
+def _unique(items: Any) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _cel_list(items: list[str]) -> str:
+    return "[" + ", ".join(json.dumps(item) for item in items) + "]"
+
+
+def _said(items: list[str], joiner: str = "or") -> str:
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {joiner} {items[-1]}"
+
+
+def copied(sample: Sample) -> Sample:
+    return copy.deepcopy(sample)
