@@ -16,7 +16,7 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
-from api.governance import ENFORCEMENTS, PolicyTestResult
+from api.governance import ENFORCEMENTS, Policy, PolicyDraft, PolicyTestResult
 from components.connection import client
 from components.feedback import plain
 from components.forms import FormFields
@@ -44,27 +44,21 @@ class CheckValues:
     problems: list[str] = field(default_factory=list)
 
 
-def seed(key: str, source: Any, *, overwrite: bool = False) -> None:
-    """Fill the editor of `key` from a policy, a version or a draft (what carries no check leaves it
-    empty). `overwrite` replaces what was typed (a new draft); otherwise only what is unset."""
-    scope = getattr(source, "scope", None)
-    environments = scope.environments if scope else None
-    agents = scope.agents if scope else None
-    examples = getattr(source, "examples", None) or []
+def seed(key: str, source: Policy | PolicyDraft, *, overwrite: bool = False) -> None:
+    """Fill the editor of `key` from a saved policy or a draft (a draft without a check leaves it
+    empty, in audit). `overwrite` replaces what was typed (a new draft); otherwise only what is unset."""
+    environments, agents = source.scope.environments, source.scope.agents
     seeded = {
-        "check": getattr(source, "check", None) or "",
-        "message": getattr(source, "message", None) or "",
-        "enforcement": getattr(source, "enforcement", None) or "audit",
-        "env_match": environments.match if environments else "all",
-        "env_names": list(environments.names) if environments else [],
-        "agent_match": agents.match if agents else "all",
-        "agent_tags": list(agents.tags) if agents else [],
-        "agent_fleets": list(agents.fleet_ids) if agents else [],
+        "check": source.check or "",
+        "message": source.message or "",
+        "enforcement": source.enforcement or "audit",
+        "env_match": environments.match,
+        "env_names": list(environments.names),
+        "agent_match": agents.match,
+        "agent_tags": list(agents.tags),
+        "agent_fleets": list(agents.fleet_ids),
         "examples_base": pd.DataFrame(
-            [
-                {"Name": e.name, "Input": json.dumps(e.input, indent=None), "Expect": e.expect}
-                for e in examples
-            ],
+            [{"Name": e.name, "Input": json.dumps(e.input), "Expect": e.expect} for e in source.examples],
             columns=list(EXAMPLE_COLUMNS),
         ),
     }

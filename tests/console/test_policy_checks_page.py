@@ -278,3 +278,27 @@ def test_the_overview_counts_deny_and_warn_violations(console, server, org):
     tile = next(metric for metric in app.metric if metric.label == "Policy violations")
     assert tile.value == "1"
     assert "(0 deny, 1 warn)" in tile.help
+
+
+def test_a_draft_fills_the_check_message_and_examples(console, server, org):
+    app = console(PAGE)
+    app.text_area(key="draft_instructions").input("Production agents must not use gpt-3.5-turbo.")
+    button(app, "Generate draft").click()
+    ran(app)
+    check = app.text_area(key="draft_check").value
+    assert "gpt-3.5-turbo" in check
+    assert app.text_input(key="draft_message").value
+    examples = app.session_state["draft_examples_base"]
+    assert set(examples["Expect"]) == {"pass", "fail"}
+    assert app.radio(key="draft_env_match").value == "names"
+    assert "Every example gives its expected outcome." in texts(app)
+    assert not button(app, "deny", "draft").disabled
+    button(app, "deny", "draft").click()
+    ran(app)
+    button(app, "Save as policy").click()
+    ran(app)
+    with org_client(server, org) as orgdeck:
+        [saved] = orgdeck.policies.list().items
+    assert (saved.check, saved.enforcement) == (check, "deny")
+    assert saved.scope.environments.names == ["production"]
+    assert len(saved.examples) == len(examples)
