@@ -182,13 +182,13 @@ def draft_editor() -> None:
         st.info("The draft appears here, ready to edit. The built-in drafter works offline.")
         return
     used = draft.drafted_with
-    if draft.notice:  # the built-in drafter: no model, no time worth telling
-        st.caption(draft.notice)
-    else:
+    if not draft.builtin:  # the built-in drafter: no model, no time worth telling
         tokens = f" · {draft.usage.total_tokens} tokens" if draft.usage and draft.usage.total_tokens else ""
         st.caption(
             f"Drafted by **{plain(used.name)}** · model `{used.model}` · {draft.latency_ms} ms{tokens}"
         )
+    if draft.notice:
+        st.caption(draft.notice)
     fields = FormFields("policy")
     policy_fields(fields, key="draft", name_key="draft_title")
     fields.text_area("ruleText", key="draft_text", label="Draft rule text", height=320)
