@@ -6,7 +6,7 @@ import pytest
 
 from api import OrgdeckClient
 from tests.console.conftest import select_row, texts
-from tests.fake_llm import REPLY, FakeLLM, running_fake_llm
+from tests.fake_llm import REPLY, FakeLLM, drafted, running_fake_llm
 
 PAGE = "pages/governance.py"
 INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls."
@@ -15,6 +15,7 @@ INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls."
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with running_fake_llm() as fake:
+        fake.reply = drafted(REPLY)
         yield fake
 
 
