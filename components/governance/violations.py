@@ -42,7 +42,7 @@ def show_refusal(error: ApiError, action: str) -> None:
     reasons = "\n".join(f"- {plain(detail.message)}" for detail in error.details)
     st.error(
         f"**Could not {action}: a deny policy refuses it.** {plain(error.message)}\n\n{reasons}\n\n"
-        "Change the agent to comply, or ask an operator for an exception on the Governance page.",
+        "Change the agent to comply, or ask an operator for an exception on the Policies page.",
         icon=":material/block:",
     )
 
@@ -69,10 +69,8 @@ def agent_violations(violations: list[Violation]) -> bool:
     if denied:
         st.error(
             "A deny policy refuses this deployment: change the agents to comply, or ask an operator for "
-            "an exception on the Governance page.",
+            "an exception on the Policies page.",
             icon=":material/block:",
         )
-        st.page_link(
-            "pages/governance.py", label="Governance: policies and exceptions", icon=":material/policy:"
-        )
+        st.page_link("pages/governance.py", label="Policies: exceptions", icon=":material/policy:")
     return bool(denied)

@@ -56,7 +56,7 @@ def test_author_denies_operator_is_refused_then_an_exception_lets_it_through(
         assert page.get_by_text("A deny policy refuses this deployment").count() >= 1
         shoot(page, "deployments-policy-refused")
 
-        go(page, "Governance")
+        go(page, "Policies")
         page.get_by_text("Exceptions").first.wait_for(timeout=60_000)
         choose(page.locator("[data-testid=stMain]"), "Environment", "staging")
         page.get_by_role("textbox", name="Reason").fill("Migration to gpt-4o under way")
@@ -73,7 +73,7 @@ def test_author_denies_operator_is_refused_then_an_exception_lets_it_through(
         page.get_by_text("Deployed 1 agent").wait_for(timeout=60_000)
         assert_no_exception(page)
 
-        go(page, "Governance")
+        go(page, "Policies")
         page.get_by_text("Compliance").first.wait_for(timeout=60_000)
         assert_no_exception(page)
         shoot(page, "governance-compliance")
