@@ -122,10 +122,15 @@ def drill_down(compliance: Compliance) -> None:
             if st.button("Show every violation", key="compliance_all", width="content"):
                 st.session_state.pop(OPENED)
                 st.rerun()
-    else:
+    elif shown:
         st.markdown("**Every violation** · click a red cell to see only its agents")
     if not shown:
-        st.success("Every agent there complies with this policy.", icon=":material/check_circle:")
+        said = (
+            "Every agent there complies with this policy."
+            if opened
+            else "No violations: everything that runs complies with every policy that applies to it."
+        )
+        st.success(said, icon=":material/check_circle:")
         return
     st.dataframe(enforcement_table(violation_rows(shown)), hide_index=True, width="stretch")
 

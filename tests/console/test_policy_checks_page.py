@@ -302,3 +302,14 @@ def test_a_draft_fills_the_check_message_and_examples(console, server, org):
     assert (saved.check, saved.enforcement) == (check, "deny")
     assert saved.scope.environments.names == ["production"]
     assert len(saved.examples) == len(examples)
+
+
+def test_compliance_with_nothing_in_violation_says_so(console, server, org):
+    with org_client(server, org) as orgdeck:
+        staging = orgdeck.environments.create("staging")
+        versioned_agent(orgdeck, "new-bot", model="gpt-4o")
+        wait_for_end(orgdeck, orgdeck.deployments.deploy(staging.id, ["new-bot"]).id)
+        saved_policy(orgdeck)
+    app = console(PAGE)
+    assert "No violations: everything that runs complies" in texts(app)
+    assert "Every violation" not in texts(app)
