@@ -3,7 +3,6 @@ instructions, the policies with their check, scope, examples and enforcement, an
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import pandas as pd
@@ -30,6 +29,7 @@ from components.forms import FormFields
 from components.governance import editor
 from components.governance.compliance import compliance_view
 from components.governance.exceptions import exceptions_section
+from components.governance.versions import versions_panel
 from components.permissions import control
 from components.providers import model_picker
 from components.tables import chosen_row, open_linked, select
@@ -156,17 +156,6 @@ def reason_input(key: str) -> str:
     return st.text_input("Reason (for the reviewers)", key=key) if REVIEWED else ""
 
 
-def check_changes(typed: editor.CheckValues) -> dict[str, Any]:
-    """The editor's check, message, enforcement, scope and examples as the client takes them."""
-    return {
-        "check": typed.check,
-        "message": typed.message,
-        "enforcement": typed.enforcement,
-        "scope": typed.scope,
-        "examples": typed.examples,
-    }
-
-
 def save_draft(draft: PolicyDraft, fields: FormFields, reason: str, typed: editor.CheckValues) -> None:
     state = st.session_state
     if REVIEWED:
@@ -177,7 +166,7 @@ def save_draft(draft: PolicyDraft, fields: FormFields, reason: str, typed: edito
             "category": state["draft_edit_category"],
             "severity": state["draft_edit_severity"],
             "draftedWith": f"{draft.drafted_with.name} / {draft.drafted_with.model}"[:200],
-        } | {to_camel(field): value for field, value in check_changes(typed).items() if value is not None}
+        } | {to_camel(field): value for field, value in typed.changes().items() if value is not None}
         if submit_for_approval(payload, reason, fields, f"new policy {payload['name']}"):
             state.pop(DRAFT)
         return
@@ -189,7 +178,7 @@ def save_draft(draft: PolicyDraft, fields: FormFields, reason: str, typed: edito
             category=state["draft_edit_category"],
             severity=state["draft_edit_severity"],
             drafted_with=f"{draft.drafted_with.name} / {draft.drafted_with.model}"[:200],
-            **check_changes(typed),
+            **typed.changes(),
         )
     except ApiError as error:
         fields.show(error, "save the policy")
@@ -268,8 +257,8 @@ def edit_form(policy: PolicyWithVersions) -> None:
         "severity": state[f"{key}_edit_severity"],
         "description": state[f"{key}_edit_description"],
         "rule_text": state[f"{key}_text"],
-    } | check_changes(checked)
-    changes = {field: value for field, value in typed.items() if value != saved_value(policy, field)}
+    } | checked.changes()
+    changes = {field: value for field, value in typed.items() if value != editor.saved_value(policy, field)}
     if not changes:
         st.info("Nothing changed: no new version was made.")
         return
@@ -283,43 +272,6 @@ def edit_form(policy: PolicyWithVersions) -> None:
         fields.show(error, "save the policy")
     else:
         notify(f"Saved **{plain(updated.name)}**, now at version {updated.version}.")
-
-
-def saved_value(policy: PolicyWithVersions, field: str) -> Any:
-    """A policy's field as the editor types it (scope and examples in wire form), to compare."""
-    value = getattr(policy, field)
-    if field == "scope":
-        return value.model_dump(mode="json", by_alias=True)
-    if field == "examples":
-        return [example.model_dump(mode="json", by_alias=True) for example in value]
-    return value
-
-
-def versions_panel(policy: PolicyWithVersions) -> None:
-    st.markdown("**Versions**")
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {"Version": v.version, "Name": v.name, "Severity": v.severity, "Saved": ago(v.created_at)}
-                for v in policy.versions
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    earlier = policy.versions[1:]
-    if earlier:
-        shown = st.selectbox(
-            "Compare with", earlier, format_func=lambda v: f"version {v.version}", key=f"cmp_{policy.id}"
-        )
-        diff = difflib.unified_diff(
-            shown.rule_text.splitlines(),
-            policy.rule_text.splitlines(),
-            f"version {shown.version}",
-            f"version {policy.version}",
-            lineterm="",
-        )
-        st.code("\n".join(diff) or "Same rule text.", language="diff")
 
 
 def policy_details(policy: PolicyWithVersions) -> None:

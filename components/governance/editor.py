@@ -43,6 +43,26 @@ class CheckValues:
     examples: list[dict[str, Any]]
     problems: list[str] = field(default_factory=list)
 
+    def changes(self) -> dict[str, Any]:
+        """Check, message, enforcement, scope and examples as the client's create and update take them."""
+        return {
+            "check": self.check,
+            "message": self.message,
+            "enforcement": self.enforcement,
+            "scope": self.scope,
+            "examples": self.examples,
+        }
+
+
+def saved_value(policy: Policy, name: str) -> Any:
+    """A saved policy's field as the editor types it (scope and examples in wire form), to compare."""
+    value = getattr(policy, name)
+    if name == "scope":
+        return value.model_dump(mode="json", by_alias=True)
+    if name == "examples":
+        return [example.model_dump(mode="json", by_alias=True) for example in value]
+    return value
+
 
 def seed(key: str, source: Policy | PolicyDraft, *, overwrite: bool = False) -> None:
     """Fill the editor of `key` from a saved policy or a draft (a draft without a check leaves it
