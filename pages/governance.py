@@ -277,9 +277,8 @@ def edit_form(policy: PolicyWithVersions) -> None:
 def policy_details(policy: PolicyWithVersions) -> None:
     st.subheader(policy.name, divider="gray")
     st.caption(
-        f"{policy.category} · {SEVERITY_LABELS[policy.severity]} · enforcement {policy.enforcement} · "
-        f"version {policy.version} · "
-        f"updated {ago(policy.updated_at)}"
+        f"{policy.category} · {SEVERITY_LABELS[policy.severity]} · version {policy.version} · "
+        f"enforced by {policy.enforcement} · updated {ago(policy.updated_at)}"
         + (f" · drafted with {plain(policy.drafted_with)}" if policy.drafted_with else "")
     )
     edit_form(policy)
