@@ -47,6 +47,39 @@ policies_checked: Hook[list[Violation]] = Hook(
 )
 
 
+# The policies that apply to each agent in an environment, `{id, name, version, ruleText}` each:
+# a deployment carries them to its target, and a change of them makes what runs drift.
+applied_policies: Hook[dict[str, list[dict[str, Any]]]] = Hook(
+    "a deployment carries the policies that apply", attached_by="service.governance.evaluation"
+)
+
+
+def policy_bundles(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies that apply to it in the environment (none: left out)."""
+    answers = applied_policies(session, org_id=org_id, environment=environment, agents=agents)
+    return {agent_id: bundle for answer in answers for agent_id, bundle in answer.items() if bundle}
+
+
+def with_policies(
+    config: dict[str, Any], bundle: list[dict[str, Any]], hashes: dict[tuple[Any, ...], str]
+) -> dict[str, Any]:
+    """The config an agent is deployed with and the policies it receives, with their hash (which
+    states.py compares with the current one to tell drift). Agents in the same scopes get the same
+    bundle: `hashes` keeps each one's hash, by its policies' ids and versions, for the next agent."""
+    if not bundle:
+        return config
+    key = tuple((policy["id"], policy["version"]) for policy in bundle)
+    if key not in hashes:
+        hashes[key] = bundle_hash(bundle)
+    return config | {"policies": bundle, "policyBundleHash": hashes[key]}
+
+
+def bundle_hash(bundle: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(canonical_json(bundle).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class PlannedAgent:
     """One agent of a deployment: the version it would run and the config it would run with."""
@@ -82,10 +115,14 @@ def plan_deployment(
     versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
     _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
+    bundles = policy_bundles(session, org_id=org_id, environment=environment, agents=agents)
+    bundle_hashes: dict[tuple[Any, ...], str] = {}
     planned = []
     for agent in agents:
         version = versions[agent.id]
-        config = resolved_config(version.snapshot, request)
+        config = with_policies(
+            resolved_config(version.snapshot, request), bundles.get(agent.id, []), bundle_hashes
+        )
         planned.append(
             PlannedAgent(
                 agent=agent,
@@ -167,7 +204,7 @@ def create_job(
     if change_request is None:
         require_review_of_deployment(environment)
     deployment = {"actor": actor, "viaChangeRequest": change_request is not None, "action": action}
-    policy_violations(
+    violations = policy_violations(
         session, org_id=org_id, environment=environment, planned=planned, deployment=deployment, enforce=True
     )
     missing_key = _missing_signing_key(session, environment)
@@ -177,6 +214,7 @@ def create_job(
         org_id=org_id,
         environment_id=environment.id,
         change_request=change_request,
+        policy_violations=[v.model_dump(mode="json", by_alias=True) for v in violations] or None,
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
@@ -357,7 +395,9 @@ def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dic
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+    """The hash of what an agent runs with; its policies count through their policyBundleHash."""
+    hashed = {key: value for key, value in config.items() if key != "policies"}
+    return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()
 
 
 def _environment(session: Session, *, org_id: str, environment_id: str, lock: bool = False) -> EnvironmentRow:

@@ -38,11 +38,23 @@ class CompiledCheck:
     program: Any
 
 
+# An input converted once to the library's values, for running many checks on one subject (the
+# conversion costs far more than a check's run).
+CheckInput = dict[str, Any] | cel.Context
+
+
+def prepared_input(input: dict[str, Any]) -> CheckInput:
+    return cel.Context(input)
+
+
 @dataclass(frozen=True)
 class CheckResult:
     outcome: Outcome
     # Why it failed to evaluate (outcome error); None otherwise.
     error: str | None = None
+
+
+PASSED, FAILED = CheckResult(outcome="pass"), CheckResult(outcome="fail")
 
 
 def compile_check(source: str) -> CompiledCheck:
@@ -61,7 +73,7 @@ def _compiled(source: str) -> CompiledCheck:
     return CompiledCheck(source=source, program=program)
 
 
-def run_check(compiled: CompiledCheck, input: dict[str, Any]) -> CheckResult:
+def run_check(compiled: CompiledCheck, input: CheckInput) -> CheckResult:
     """pass when the check answers true, fail when false, error when it cannot be evaluated (a missing
     field, a type mismatch) or answers something that is not a boolean."""
     try:
@@ -69,12 +81,14 @@ def run_check(compiled: CompiledCheck, input: dict[str, Any]) -> CheckResult:
     # The library raises KeyError, TypeError, RuntimeError or ValueError as evaluation fails.
     except Exception as error:
         return CheckResult(outcome="error", error=_evaluation_error(error))
-    if not isinstance(value, bool):
-        return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
-    return CheckResult(outcome="pass" if value else "fail")
+    if value is True:
+        return PASSED
+    if value is False:
+        return FAILED
+    return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
 
 
-def evaluate_message(source: str | None, input: dict[str, Any]) -> str | None:
+def evaluate_message(source: str | None, input: CheckInput) -> str | None:
     """A policy's message: plain text as written; text starting with `=` is a CEL string expression
     (e.g. `="model " + agent.model + " is not allowed"`), falling back to its source if it fails."""
     if source is None or not source.startswith("="):

@@ -8,7 +8,7 @@ environment."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.governance import (
+    AppliedPolicy,
     Compliance,
     ComplianceCell,
     ComplianceViolation,
@@ -29,7 +30,16 @@ from service.deployments import service as deployments
 from service.deployments.models import AgentDeploymentRow
 from service.environments.models import EnvironmentRow
 from service.errors import Forbidden
-from service.governance.checks import compile_check, evaluate_message, run_check
+from service.events.service import record_event
+from service.governance.checks import (
+    CheckInput,
+    CheckResult,
+    CompiledCheck,
+    compile_check,
+    evaluate_message,
+    prepared_input,
+    run_check,
+)
 from service.governance.models import PolicyExceptionRow, PolicyRow
 from service.redaction.objects import redacted
 from service.storage.db import utcnow
@@ -94,13 +104,15 @@ def environment_in_scope(scope: PolicyScope, environment: EnvironmentRow) -> boo
     return environment.protected if environments.match == "protected" else True
 
 
-def in_scope(scope: PolicyScope, agent: AgentRow, environment: EnvironmentRow) -> bool:
-    if not environment_in_scope(scope, environment):
-        return False
+def agent_in_scope(scope: PolicyScope, tags: Iterable[str], fleet_id: str | None) -> bool:
     agents = scope.agents
-    if agents.match == "tags" and not set(agents.tags) & set(agent.tags):
-        return False
-    return not (agents.match == "fleets" and agent.fleet_id not in agents.fleet_ids)
+    if agents.match == "tags":
+        return not set(agents.tags).isdisjoint(tags)
+    return fleet_id in agents.fleet_ids if agents.match == "fleets" else True
+
+
+def in_scope(scope: PolicyScope, agent: AgentRow, environment: EnvironmentRow) -> bool:
+    return environment_in_scope(scope, environment) and agent_in_scope(scope, agent.tags, agent.fleet_id)
 
 
 def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
@@ -109,44 +121,83 @@ def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
     return list(session.scalars(query.order_by(PolicyRow.name)))
 
 
+@dataclass(frozen=True)
+class PreparedPolicy:
+    """A policy read once per evaluation, not per agent: its fields, scope and compiled check."""
+
+    id: str
+    name: str
+    version: int
+    enforcement: str
+    message: str | None
+    scope: PolicyScope
+    check: CompiledCheck
+
+
+def prepared(policies: Sequence[PolicyRow]) -> list[PreparedPolicy]:
+    return [
+        PreparedPolicy(
+            id=p.id,
+            name=p.name,
+            version=p.version,
+            enforcement=p.enforcement,
+            message=p.message,
+            scope=PolicyScope.model_validate(p.scope),
+            check=compile_check(p.check),
+        )
+        for p in policies
+        if p.check is not None
+    ]
+
+
 def violations(
-    policies: Sequence[PolicyRow],
+    policies: Sequence[PreparedPolicy],
     subjects: Sequence[Subject],
     environment: EnvironmentRow,
     deployment: dict[str, Any],
     exceptions: Sequence[PolicyExceptionRow] = (),
 ) -> list[Violation]:
     """Every policy each subject breaks in the environment, with the exception that covers it."""
+    here = [policy for policy in policies if environment_in_scope(policy.scope, environment)]
     found = []
     for subject in subjects:
-        inputs: dict[str, Any] | None = None
-        for policy in policies:
-            scope = PolicyScope.model_validate(policy.scope)
-            if policy.check is None or not in_scope(scope, subject.agent, environment):
-                continue
-            inputs = inputs or policy_input(subject, environment, deployment)
-            result = run_check(compile_check(policy.check), inputs)
-            if result.outcome == "pass":
-                continue
-            message = (
-                f"evaluation error: {result.error}"
-                if result.outcome == "error"
-                else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
-            )
-            found.append(
-                Violation(
-                    policy_id=policy.id,
-                    policy_name=policy.name,
-                    policy_version=policy.version,
-                    enforcement=policy.enforcement,
-                    agent=subject.agent.stable_key,
-                    environment_name=environment.name,
-                    outcome=result.outcome,
-                    message=message,
-                    exception_id=_covering(exceptions, policy.id, subject.agent.stable_key, environment.name),
-                )
-            )
+        tags, fleet_id = subject.agent.tags, subject.agent.fleet_id
+        applicable = [policy for policy in here if agent_in_scope(policy.scope, tags, fleet_id)]
+        if not applicable:
+            continue
+        inputs = prepared_input(policy_input(subject, environment, deployment))
+        for policy in applicable:
+            result = run_check(policy.check, inputs)
+            if result.outcome != "pass":
+                found.append(_violation(policy, subject, environment.name, result, inputs, exceptions))
     return found
+
+
+def _violation(
+    policy: PreparedPolicy,
+    subject: Subject,
+    environment_name: str,
+    result: CheckResult,
+    inputs: CheckInput,
+    exceptions: Sequence[PolicyExceptionRow],
+) -> Violation:
+    message = (
+        f"evaluation error: {result.error}"
+        if result.outcome == "error"
+        else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
+    )
+    agent = subject.agent.stable_key
+    return Violation(
+        policy_id=policy.id,
+        policy_name=policy.name,
+        policy_version=policy.version,
+        enforcement=policy.enforcement,
+        agent=agent,
+        environment_name=environment_name,
+        outcome=result.outcome,
+        message=message,
+        exception_id=_covering(exceptions, policy.id, agent, environment_name),
+    )
 
 
 def live_exceptions(
@@ -161,6 +212,27 @@ def live_exceptions(
     return list(session.scalars(query))
 
 
+@deployments.applied_policies.attach
+def applied_policies(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies in whose scope it is in the environment, as the agent receives them."""
+    policies = list(
+        session.scalars(select(PolicyRow).where(PolicyRow.org_id == org_id).order_by(PolicyRow.id))
+    )
+    scoped = [(p, PolicyScope.model_validate(p.scope)) for p in policies]
+    here = [
+        (AppliedPolicy.model_validate(p).model_dump(mode="json", by_alias=True), scope)
+        for p, scope in scoped
+        if environment_in_scope(scope, environment)
+    ]
+    bundles = {}
+    for agent in agents:
+        tags, fleet_id = agent.tags, agent.fleet_id
+        bundles[agent.id] = [shown for shown, scope in here if agent_in_scope(scope, tags, fleet_id)]
+    return bundles
+
+
 @deployments.policies_checked.attach
 def check_deployment(
     session: Session,
@@ -173,7 +245,7 @@ def check_deployment(
 ) -> list[Violation]:
     """The violations of a deployment about to run (or previewed); enforced, a deny violation with
     no live exception refuses it (403 policy_violation)."""
-    policies = checked_policies(session, org_id=org_id)
+    policies = prepared(checked_policies(session, org_id=org_id))
     if not policies:
         return []
     subjects = [Subject(agent=plan.agent, config=plan.config) for plan in planned]
@@ -181,6 +253,15 @@ def check_deployment(
     refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
     if enforce and refused:
         raise PolicyViolation(refused)
+    noticed = [v for v in found if v.enforcement != "audit"]
+    if enforce and noticed:
+        payload = {
+            "environmentName": environment.name,
+            "action": deployment["action"],
+            "actor": deployment["actor"],
+            "violations": [v.model_dump(mode="json", by_alias=True) for v in noticed],
+        }
+        record_event(session, org_id=org_id, type="policy.violation", payload=payload)
     return found
 
 
@@ -207,58 +288,56 @@ def running_subjects(
 
 def impact(session: Session, *, org_id: str, policy: PolicyRow) -> list[ImpactEntry]:
     """What runs now that the policy flags, everywhere in its scope (exceptions aside)."""
-    entries = []
-    for environment, running in running_subjects(session, org_id=org_id).values():
-        subjects = [subject for subject, _ in running]
-        for violation in violations([policy], subjects, environment, RUNNING):
-            entries.append(
-                ImpactEntry(
-                    agent=violation.agent,
-                    environment_name=violation.environment_name,
-                    outcome=violation.outcome,
-                    message=violation.message,
-                )
-            )
-    return entries
+    policies = prepared([policy])
+    return [
+        ImpactEntry(
+            agent=violation.agent,
+            environment_name=violation.environment_name,
+            outcome=violation.outcome,
+            message=violation.message,
+        )
+        for environment, running in running_subjects(session, org_id=org_id).values()
+        for violation in violations(policies, [subject for subject, _ in running], environment, RUNNING)
+    ]
 
 
 def compliance(session: Session, *, org_id: str) -> Compliance:
     """Every policy with a check against what runs now in every environment it applies to,
-    recomputed on read from the current deployment records (one row per agent and environment:
-    bounded by what runs, and each check compiled once)."""
-    policies = checked_policies(session, org_id=org_id)
+    recomputed on read from the current deployment records: one evaluation per agent and
+    environment, each check compiled once (and cached across reads)."""
+    policies = prepared(checked_policies(session, org_id=org_id))
     exceptions = live_exceptions(session, org_id=org_id)
     matrix, listed = [], []
     for environment, running in running_subjects(session, org_id=org_id).values():
         since = {subject.agent.stable_key: deployed_at for subject, deployed_at in running}
+        found = violations(policies, [s for s, _ in running], environment, RUNNING, exceptions)
+        open_ = [v for v in found if v.exception_id is None]
         for policy in policies:
-            scope = PolicyScope.model_validate(policy.scope)
-            if not environment_in_scope(scope, environment):
+            if not environment_in_scope(policy.scope, environment):
                 continue
-            subjects = [s for s, _ in running if in_scope(scope, s.agent, environment)]
-            found = violations([policy], subjects, environment, RUNNING, exceptions)
-            open_ = [v for v in found if v.exception_id is None]
+            covered = sum(agent_in_scope(policy.scope, s.agent.tags, s.agent.fleet_id) for s, _ in running)
+            broken = sum(v.policy_id == policy.id for v in open_)
             matrix.append(
                 ComplianceCell(
                     policy_id=policy.id,
                     policy_name=policy.name,
                     environment_name=environment.name,
-                    violations=len(open_),
-                    compliant=len(subjects) - len(open_),
+                    violations=broken,
+                    compliant=covered - broken,
                 )
             )
-            listed.extend(
-                ComplianceViolation(
-                    agent=v.agent,
-                    environment_name=v.environment_name,
-                    policy_id=v.policy_id,
-                    policy_name=v.policy_name,
-                    enforcement=v.enforcement,
-                    message=v.message,
-                    since=since[v.agent],
-                )
-                for v in open_
+        listed.extend(
+            ComplianceViolation(
+                agent=v.agent,
+                environment_name=v.environment_name,
+                policy_id=v.policy_id,
+                policy_name=v.policy_name,
+                enforcement=v.enforcement,
+                message=v.message,
+                since=since[v.agent],
             )
+            for v in open_
+        )
     return Compliance(matrix=matrix, violations=listed, evaluated_at=utcnow())
 
 
