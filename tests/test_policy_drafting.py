@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from api import OrgdeckClient
-from api.governance import PolicyDraft
+from api.governance import GeneratePolicyPrompt, PolicyDraft
 from service.governance.checks import compile_check, run_check
+from service.governance.drafting import builtin_checked_draft
 from tests.fake_llm import LOGGING_CHECK, REPLY, FakeLLM, drafted, running_fake_llm
 
 AGENT = {
@@ -174,6 +175,53 @@ def test_what_is_not_recognised_is_kept_and_said(client):
     assert_examples_hold(draft)
     assert "2. MUST NOT log customer PII." in draft.rule_text
     assert draft.notice is not None and "“Never log customer PII”" in draft.notice
+
+
+TEMPERATURE = "has(agent.providerConfig.temperature) && agent.providerConfig.temperature"
+MAX_TOKENS = "has(agent.providerConfig.max_tokens) && agent.providerConfig.max_tokens"
+
+
+@pytest.mark.parametrize(
+    ("instructions", "check"),
+    [
+        ("Temperature must not exceed 0.3.", f"{TEMPERATURE} <= 0.3"),
+        ("A temperature of 0.3 or less.", f"{TEMPERATURE} <= 0.3"),
+        ("Max temperature 0.7", f"{TEMPERATURE} <= 0.7"),
+        ("temperature < 1", f"{TEMPERATURE} < 1"),
+        ("Max tokens under 4000.", f"{MAX_TOKENS} < 4000"),  # the words next to the number decide
+        ("max_tokens <= 512", f"{MAX_TOKENS} <= 512"),
+        (
+            "Never use the `shell` tool or the web_search tool.",
+            '!agent.tools.exists(t, t.ref in ["web_search", "shell"])',
+        ),
+        (
+            "Agents must have the tags owner and cost-center.",
+            'agent.tags.exists(t, t == "owner" || t.startsWith("owner:")) && agent.tags.exists(t, t == "cost-center" || t.startsWith("cost-center:"))',
+        ),
+        ("No agent may use phi-3.", '!(agent.model == "phi-3" || agent.model.startsWith("phi-3-"))'),
+        ("Agents must not use openai or azure openai.", '!(agent.provider in ["openai", "azure_openai"])'),
+    ],
+)
+def test_phrasings(instructions, check):
+    draft = builtin_checked_draft(GeneratePolicyPrompt(org_slug="x", instructions=instructions))
+    assert draft.check == check
+    assert draft.tested
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Never send PHI to external tools.",  # PHI is health data, not a model
+        "Agents must not use more than 3 tools.",  # a count, not a tool
+        "At this stage, agents with tags must be reviewed.",  # neither an environment nor a tag
+        "Temperature at least 0.1.",  # a lower bound
+    ],
+)
+def test_words_that_only_look_like_an_ask_draft_no_check(instructions):
+    draft = builtin_checked_draft(GeneratePolicyPrompt(org_slug="x", instructions=instructions))
+    assert draft.check is None
+    assert draft.scope.environments.match == "all"
+    assert draft.notice is not None and "No check drafted" in draft.notice
 
 
 def test_nothing_recognised_is_a_draft_without_check_saying_so(http, org):

@@ -43,9 +43,15 @@ PROVIDER_WORDS = {
 OTHER_MODELS = ("gpt-4o", "claude-3-5-sonnet", "gpt-3.5-turbo", "llama3.1:8b")
 OTHER_PROVIDERS = ("openai", "anthropic", "azure_openai", "openai_compatible")
 # Environment words recognised without the word "environment" after them.
-ENVIRONMENT_WORDS = ("production", "prod", "staging", "stage", "development", "dev", "qa", "uat", "sandbox")
+ENVIRONMENT_WORDS = ("production", "prod", "staging", "development", "dev", "qa", "uat", "sandbox")
 # Words before "environment(s)" that are not its name.
-NOT_ENVIRONMENT_NAMES = {"all", "any", "every", "each", "the", "an", "other", "its", "their", "protected"}
+NOT_ENVIRONMENT_NAMES = {
+    *("all", "any", "every", "each", "the", "an", "other", "its", "their", "this", "that", "which"),
+    *("same", "new", "target", "protected", "unprotected", "one", "an"),
+}
+# Words that follow "tagged" or "tags" without being a tag ("agents with tags must …").
+NOT_TAGS = {"must", "should", "shall", "may", "will", "can", "are", "is", "be", "and", "or", "that"}
+NOT_TAGS |= {"the", "a", "an", "to", "of", "in", "on", "with", "for", "by", "as"}
 
 _CLAUSE_END = re.compile(
     r"[.!?](?=\s|$)|[;\n]+|,?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|"
@@ -57,14 +63,16 @@ _NEGATION = re.compile(
     r"disallowed|ban|banned|prohibit|prohibited|avoid)\b"
 )
 _MODEL = re.compile(
-    r"\b(?:gpt|o[1-9]|claude|gemini|llama|mistral|mixtral|codestral|qwen|deepseek|phi|grok|command-r)"
+    r"\b(?:gpt|o[1-9]|claude|gemini|llama|mistral|mixtral|codestral|qwen|deepseek|phi-?\d|grok|command-r)"
     r"(?:[-.:]?[a-z0-9]+)*"
 )
 _PROVIDER = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in PROVIDER_WORDS) + r")\b")
 _DOTTED_NAME = re.compile(r"(?<![\w.-])[a-z0-9_-]*[a-z_][a-z0-9_-]*\.[a-z_][a-z0-9._-]*[a-z0-9_]")
+# Beside the word "tool", a key with "_" or "-" in it; any quoted name in a clause about tools.
 _NAMED_TOOL = re.compile(
-    r"\btools?\s+[`'\"]?([a-z0-9][a-z0-9._-]*)|[`'\"]?([a-z0-9][a-z0-9._-]*)[`'\"]?\s+tools?\b"
+    r"\btools?\s+([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])|([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])\s+tools?\b"
 )
+_QUOTED = re.compile(r"[`'\"]([a-z0-9][a-z0-9._-]*)[`'\"]")
 _TAGS = re.compile(
     r"\b(?:tagged(?:\s+with)?|(?:the\s+)?tags?|labell?ed(?:\s+with)?)\s+"
     r"(?P<tags>[`'\"]?[a-z0-9][a-z0-9_.:/-]*[`'\"]?(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[`'\"]?"
@@ -75,7 +83,7 @@ _TEMPERATURE = re.compile(
     r"(?P<number>\d+(?:\.\d+)?)(?P<after>\s+or\s+(?:less|lower|below))?"
 )
 _MAX_TOKENS = re.compile(
-    r"(?P<before>\b(?:max(?:imum)?)[\s_-]*)?\b(?:output\s+)?tokens?\b(?P<gap>[^0-9]{0,40}?)"
+    r"(?:(?P<before>\bmax(?:imum)?)[\s_-]*|\b)(?:output\s+)?tokens?\b(?P<gap>[^0-9]{0,40}?)"
     r"(?P<number>\d[\d,_]*)(?P<after>\s+or\s+(?:less|fewer|lower|below))?"
 )
 _TOKENS_AFTER_NUMBER = re.compile(
@@ -253,18 +261,23 @@ def _set_provider(
 
 @dataclass(frozen=True)
 class Cap:
-    limit: float
+    limit: int | float
     # Strictly below the limit ("under 0.5") rather than at most ("≤ 0.5").
     strict: bool
 
 
 def _cap(found: re.Match[str]) -> Cap | None:
-    words = f"{found['before'] or ''} {found['gap']} {found['after'] or ''}"
-    limit = float(found["number"].replace(",", "").replace("_", ""))
-    if _AT_MOST.search(words) or found["after"]:
+    """The cap a match says: the words between the setting and the number decide first ("max
+    tokens under 4000" is strict), then "max …" before it or "… or less" after it."""
+    groups = found.groupdict()
+    number = found["number"].replace(",", "").replace("_", "")
+    limit = float(number) if "." in number else int(number)
+    if _AT_MOST.search(found["gap"]):
         return Cap(limit, strict=False)
-    if _BELOW.search(words):
+    if _BELOW.search(found["gap"]):
         return Cap(limit, strict=True)
+    if groups.get("before") or groups.get("after"):
+        return Cap(limit, strict=False)
     return None
 
 
@@ -278,26 +291,19 @@ def _temperature_cap(clause: str) -> Requirement | None:
 
 def _max_tokens_cap(clause: str) -> Requirement | None:
     found = _MAX_TOKENS.search(clause) or _TOKENS_AFTER_NUMBER.search(clause)
-    if found is None:
+    cap = _cap(found) if found else None
+    if cap is None:
         return None
-    groups = found.groupdict()
-    words = f"{groups.get('before') or ''} {found['gap']} {groups.get('after') or ''}"
-    limit = int(found["number"].replace(",", "").replace("_", ""))
-    if _AT_MOST.search(words) or groups.get("after"):
-        cap = Cap(limit, strict=False)
-    elif _BELOW.search(words):
-        cap = Cap(limit, strict=True)
-    else:
-        return None
-    return _capped_setting("max_tokens", "max tokens", cap, exceeding=limit * 2)
+    return _capped_setting("max_tokens", "max tokens", cap, exceeding=int(cap.limit) * 2)
 
 
 def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requirement:
     """A provider config setting kept at or below a limit. A missing setting breaks the rule: the
     provider's own default (temperature 1, no output limit) is what a cap is written against."""
-    limit = int(cap.limit) if cap.limit == int(cap.limit) else cap.limit
+    limit = cap.limit
     operator, said = ("<", f"below {limit}") if cap.strict else ("<=", f"at or below {limit}")
-    within = limit / 2 if cap.strict else limit
+    # A value the sample may keep: the limit itself, or just under it when the cap is strict.
+    within = limit if not cap.strict else limit / 2 if isinstance(limit, float) else limit - 1
 
     def comply(sample: Sample) -> None:
         current = sample["agent"]["providerConfig"].get(key)
@@ -320,8 +326,9 @@ def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requ
 
 
 def _tools(clause: str, forbids: bool) -> Requirement | None:
-    named = [a or b for a, b in _NAMED_TOOL.findall(clause) if (a or b) not in {"any", "the", "a", "no"}]
-    refs = _unique([*(found.group() for found in _DOTTED_NAME.finditer(clause)), *named])
+    named = [a or b for a, b in _NAMED_TOOL.findall(clause)]
+    quoted = _QUOTED.findall(clause) if re.search(r"\btools?\b", clause) else []
+    refs = _unique([*(found.group() for found in _DOTTED_NAME.finditer(clause)), *named, *quoted])
     if not forbids or not refs:
         return None
     listed = _cel_list(refs)
@@ -345,7 +352,10 @@ def _tags(clause: str, forbids: bool) -> Requirement | None:
     found = _TAGS.search(clause)
     if found is None:
         return None
-    tags = _unique(tag.strip("`'\"") for tag in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", found["tags"]))
+    listed = (tag.strip("`'\"") for tag in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", found["tags"]))
+    tags = _unique(tag for tag in listed if tag not in NOT_TAGS)
+    if not tags:
+        return None
     # "owner" is met by "owner" or "owner:<anything>": tags often carry a value.
     carries = [f'agent.tags.exists(t, t == "{tag}" || t.startsWith("{tag}:"))' for tag in tags]
 
