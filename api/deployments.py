@@ -136,6 +136,11 @@ class DeploymentJob(Record):
     change_request: ChangeRequestRef | None = Field(
         None, description="For a job an approved change request started: who asked and who approved."
     )
+    violations: list[Violation] = Field(
+        default=[],
+        description="Policies its agents broke that it went ahead through: audit, warn, or deny under "
+        "a live exception (exceptionId).",
+    )
 
 
 class SigningKeyRequest(OrgScoped):

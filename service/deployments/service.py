@@ -167,7 +167,7 @@ def create_job(
     if change_request is None:
         require_review_of_deployment(environment)
     deployment = {"actor": actor, "viaChangeRequest": change_request is not None, "action": action}
-    policy_violations(
+    violations = policy_violations(
         session, org_id=org_id, environment=environment, planned=planned, deployment=deployment, enforce=True
     )
     missing_key = _missing_signing_key(session, environment)
@@ -177,6 +177,7 @@ def create_job(
         org_id=org_id,
         environment_id=environment.id,
         change_request=change_request,
+        policy_violations=[v.model_dump(mode="json", by_alias=True) for v in violations] or None,
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,

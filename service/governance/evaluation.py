@@ -29,6 +29,7 @@ from service.deployments import service as deployments
 from service.deployments.models import AgentDeploymentRow
 from service.environments.models import EnvironmentRow
 from service.errors import Forbidden
+from service.events.service import record_event
 from service.governance.checks import compile_check, evaluate_message, run_check
 from service.governance.models import PolicyExceptionRow, PolicyRow
 from service.redaction.objects import redacted
@@ -181,6 +182,15 @@ def check_deployment(
     refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
     if enforce and refused:
         raise PolicyViolation(refused)
+    noticed = [v for v in found if v.enforcement != "audit"]
+    if enforce and noticed:
+        payload = {
+            "environmentName": environment.name,
+            "action": deployment["action"],
+            "actor": deployment["actor"],
+            "violations": [v.model_dump(mode="json", by_alias=True) for v in noticed],
+        }
+        record_event(session, org_id=org_id, type="policy.violation", payload=payload)
     return found
 
 

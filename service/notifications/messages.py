@@ -27,6 +27,7 @@ TITLES = {
     "deployment.partial": "Deployment partly failed",
     "change_request.opened": "Change request opened",
     "change_request.decided": "Change request decided",
+    "policy.violation": "Policy violated",
 }
 
 

@@ -1,4 +1,5 @@
-"""policies carry a check, its message, enforcement, scope and examples; policy exceptions
+"""policies carry a check, its message, enforcement, scope and examples; policy exceptions; the
+violations a deployment job went ahead through
 
 Revision ID: 0029_policy_checks
 Revises: 0028_change_request_sealed
@@ -29,6 +30,7 @@ def upgrade() -> None:
         op.add_column(table, sa.Column("scope", sa.JSON(), nullable=False, server_default=sa.text("'{}'")))
         op.add_column(table, sa.Column("examples", sa.JSON(), nullable=False, server_default=sa.text("'[]'")))
         op.execute(sa.text(f"UPDATE {table} SET enforcement = 'warn' WHERE severity = 'warning'"))
+    op.add_column("deployment_jobs", sa.Column("policy_violations", sa.JSON(), nullable=True))
     op.create_table(
         "governance_policy_exceptions",
         sa.Column("id", sa.String(40), primary_key=True),
@@ -56,6 +58,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_governance_policy_exceptions_org_id_policy_id", "governance_policy_exceptions")
     op.drop_table("governance_policy_exceptions")
+    op.drop_column("deployment_jobs", "policy_violations")
     for table in POLICY_TABLES:
         for column in CHECK_COLUMNS:
             op.drop_column(table, column)
