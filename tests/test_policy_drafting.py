@@ -215,6 +215,7 @@ def test_phrasings(instructions, check):
         "Agents must not use more than 3 tools.",  # a count, not a tool
         "At this stage, agents with tags must be reviewed.",  # neither an environment nor a tag
         "Temperature at least 0.1.",  # a lower bound
+        "Never send customer data to example.com.",  # a domain, not a tool
     ],
 )
 def test_words_that_only_look_like_an_ask_draft_no_check(instructions):

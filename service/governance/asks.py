@@ -12,12 +12,11 @@ temperature ≤ 0.3" is two clauses); each matcher below is small and looks for 
 - tags required or forbidden ("must be tagged owner", "must not be tagged experimental");
 - the environments the rule speaks of ("production agents …", "in protected environments").
 
-Docs: docs/reference.md, "The built-in drafter's asks".
+Docs: docs/reference.md, "Drafting checks".
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Callable
@@ -47,7 +46,7 @@ ENVIRONMENT_WORDS = ("production", "prod", "staging", "development", "dev", "qa"
 # Words before "environment(s)" that are not its name.
 NOT_ENVIRONMENT_NAMES = {
     *("all", "any", "every", "each", "the", "an", "other", "its", "their", "this", "that", "which"),
-    *("same", "new", "target", "protected", "unprotected", "one", "an"),
+    *("same", "new", "target", "protected", "unprotected", "one"),
 }
 # Words that follow "tagged" or "tags" without being a tag ("agents with tags must …").
 NOT_TAGS = {"must", "should", "shall", "may", "will", "can", "are", "is", "be", "and", "or", "that"}
@@ -68,6 +67,8 @@ _MODEL = re.compile(
 )
 _PROVIDER = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in PROVIDER_WORDS) + r")\b")
 _DOTTED_NAME = re.compile(r"(?<![\w.-])[a-z0-9_-]*[a-z_][a-z0-9_-]*\.[a-z_][a-z0-9._-]*[a-z0-9_]")
+# A clause speaks of tools with these words; a dotted name elsewhere may be a domain ("example.com").
+_TOOL_WORDS = re.compile(r"\b(?:tools?|call|calls|calling|invoke|invokes|invoking)\b")
 # Beside the word "tool", a key with "_" or "-" in it; any quoted name in a clause about tools.
 _NAMED_TOOL = re.compile(
     r"\btools?\s+([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])|([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])\s+tools?\b"
@@ -326,10 +327,12 @@ def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requ
 
 
 def _tools(clause: str, forbids: bool) -> Requirement | None:
+    if not forbids or not _TOOL_WORDS.search(clause):
+        return None
     named = [a or b for a, b in _NAMED_TOOL.findall(clause)]
-    quoted = _QUOTED.findall(clause) if re.search(r"\btools?\b", clause) else []
-    refs = _unique([*(found.group() for found in _DOTTED_NAME.finditer(clause)), *named, *quoted])
-    if not forbids or not refs:
+    dotted = [found.group() for found in _DOTTED_NAME.finditer(clause)]
+    refs = _unique([*dotted, *named, *_QUOTED.findall(clause)])
+    if not refs:
         return None
     listed = _cel_list(refs)
 
@@ -399,7 +402,3 @@ def _cel_list(items: list[str]) -> str:
 
 def _said(items: list[str], joiner: str = "or") -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {joiner} {items[-1]}"
-
-
-def copied(sample: Sample) -> Sample:
-    return copy.deepcopy(sample)

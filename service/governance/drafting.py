@@ -17,6 +17,7 @@ the same structure whoever wrote it:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
@@ -33,7 +34,7 @@ from api.governance import (
     PolicyExample,
     PolicyScope,
 )
-from service.governance.asks import Recognised, Sample, condition_of, copied, environments_named, recognise
+from service.governance.asks import Recognised, Sample, condition_of, environments_named, recognise
 from service.governance.checks import CheckInvalid, compile_check, run_check, validate_message
 from service.providers.adapters import Completion
 
@@ -319,7 +320,7 @@ def _examples(recognised: Recognised) -> list[PolicyExample]:
         requirement.comply(complying)
     examples = [PolicyExample(name="complies", input=complying, expect="pass")]
     for requirement in recognised.requirements:
-        breaking = copied(complying)
+        breaking = copy.deepcopy(complying)
         requirement.violate(breaking)
         examples.append(PolicyExample(name=requirement.violation, input=breaking, expect="fail"))
     return examples
