@@ -21,7 +21,7 @@ import copy
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -59,7 +59,7 @@ DEFAULT_RATIONALE = {
     "identity": "Keeps every action attributable to a known identity with only the access it needs.",
 }
 
-# Environments that stand for production when the instructions name none.
+# The environment a sample agent is deployed to when the instructions name none.
 SAMPLE_ENVIRONMENT = "production"
 NOTHING_RECOGNISED = (
     "No check drafted: none of the common asks (allowed or denied models and providers, "
@@ -72,6 +72,7 @@ def sample_input(environments: EnvironmentScope) -> Sample:
     """An agent as it would be deployed to an environment the rule speaks of: the CEL input
     `{agent, environment, deployment}` the examples start from."""
     environment = environments.names[0] if environments.names else SAMPLE_ENVIRONMENT
+    protected = environments.match == "protected" or environment == SAMPLE_ENVIRONMENT
     return {
         "agent": {
             "stableKey": "support-triage",
@@ -81,9 +82,9 @@ def sample_input(environments: EnvironmentScope) -> Sample:
             "providerConfig": {"model": "gpt-4o", "temperature": 0.2, "max_tokens": 1024},
             "tags": ["support", "customer-facing"],
             "tools": [{"ref": "kb.search"}],
-            "prompts": [{"name": "system", "reference": "prompts:/triage", "version": 3}],
+            "prompts": [{"name": "system", "reference": "acme/prompts/triage@production", "version": "3"}],
         },
-        "environment": {"name": environment, "protected": True, "target": "webhook"},
+        "environment": {"name": environment, "protected": protected, "target": "webhook"},
         "deployment": {"actor": "operator@example.com", "viaChangeRequest": False, "action": "deploy"},
     }
 
@@ -241,8 +242,8 @@ def model_checked_draft(
         return checked_answer(answers[1].text, scope), answers
     except DraftRejected as second:
         draft = second.draft or CheckedDraft(rule_text=answers[1].text.strip(), scope=scope)
-        notice = f"The model's draft failed its own tests twice; the last time: {second.reason}"
-        return CheckedDraft(**{**draft.__dict__, "notice": notice}), answers
+        notice = f"The model's draft was rejected twice; the second time: {second.reason}"
+        return replace(draft, notice=notice), answers
 
 
 def retry_prompt(prompt: str, answer: str, reason: str) -> str:
@@ -285,7 +286,7 @@ def checked_answer(text: str, scope: PolicyScope) -> CheckedDraft:
         failures.append("the examples need at least one expected pass and one expected fail")
     if failures:
         raise DraftRejected("; ".join(failures), draft)
-    return CheckedDraft(**{**draft.__dict__, "tested": True})
+    return replace(draft, tested=True)
 
 
 def failing_examples(check: str, examples: list[PolicyExample]) -> list[str]:
