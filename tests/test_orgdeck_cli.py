@@ -231,6 +231,33 @@ def test_deploy_preview_exits_1_when_something_would_change(orgdeck, client, api
     assert "ghost" in unknown.stderr
 
 
+def test_deploy_preview_shows_policy_violations_and_exits_5_on_a_deny(orgdeck, client, api, org):
+    versioned_agent(client, "support-bot", model="gpt-3.5-turbo")
+    client.environments.create("production")
+    examples = [
+        {"name": "new", "input": {"agent": {"model": "gpt-4o"}}, "expect": "pass"},
+        {"name": "old", "input": {"agent": {"model": "gpt-3.5-turbo"}}, "expect": "fail"},
+    ]
+    policy = {
+        "orgSlug": org.slug,
+        "name": "No retired models",
+        "ruleText": "Agents must not use gpt-3.5.",
+        "check": 'agent.model != "gpt-3.5-turbo"',
+        "message": "gpt-3.5 is retired",
+        "enforcement": "warn",
+        "examples": examples,
+    }
+    saved = api("POST", "governance/policies", json=policy)
+    warned = orgdeck("deploy", "preview", "production", "support-bot", "--exit-code")
+    assert warned.returncode == 1, warned.stderr
+    assert "warn support-bot  No retired models: gpt-3.5 is retired" in warned.stdout
+
+    api("PATCH", f"governance/policies/{saved['id']}", json={"orgSlug": org.slug, "enforcement": "deny"})
+    denied = orgdeck("deploy", "preview", "production", "support-bot", "--exit-code")
+    assert denied.returncode == 5
+    assert "deny support-bot" in denied.stdout
+
+
 def test_deploy_wait_exits_by_how_the_job_ended(orgdeck, client, api, org):
     versioned_agent(client, "support-bot")
     client.environments.create("production")

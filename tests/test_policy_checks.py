@@ -4,6 +4,8 @@ scoped, excepted, and measured against what runs now."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -12,9 +14,11 @@ import pytest
 from sqlalchemy import select
 
 from api import OrgdeckClient
+from api.errors import Forbidden
 from service.events.models import EventRow
 from tests.conftest import Org
-from tests.test_deployments import versioned_agent, wait_for_end
+from tests.test_changes import Team
+from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
 NO_GPT35 = 'agent.model != "gpt-3.5-turbo"'
 COOL = "double(agent.providerConfig.temperature) <= 0.3"
@@ -39,6 +43,13 @@ EXAMPLES = [
     {"name": "current model", "input": subject(), "expect": "pass"},
     {"name": "old model", "input": subject(model="gpt-3.5-turbo"), "expect": "fail"},
 ]
+
+
+@pytest.fixture
+def receiver() -> Iterator[WebhookTarget]:
+    target = WebhookTarget()
+    yield target
+    target.close()
 
 
 def save_policy(http: httpx.Client, org: Org, **fields: Any) -> httpx.Response:
@@ -272,3 +283,69 @@ def test_compliance_follows_deployments_and_policy_changes(http, org, client):
         http.patch(f"governance/policies/{policy['id']}", json=patch, headers=org.headers).status_code == 200
     )
     assert [v["agent"] for v in compliance(http, org)["violations"]] == ["new"]
+
+
+def test_the_payload_carries_the_policies_and_a_text_change_drifts(http, org, client, receiver):
+    environment = webhook_environment(client, receiver)
+    versioned_agent(client, "bot")
+    policy = save_policy(http, org, enforcement="warn").json()
+    assert wait_for_end(client, client.deployments.deploy(environment, ["bot"]).id).status == "complete"
+    (sent,) = receiver.manifests[0]["agents"]
+    assert sent["config"]["policies"] == [
+        {"id": policy["id"], "name": policy["name"], "version": 1, "ruleText": policy["ruleText"]}
+    ]
+    assert len(sent["config"]["policyBundleHash"]) == 64
+    assert client.deployments.status(agent="bot", environment_id=environment).items[0].state == "in_sync"
+
+    patch = {"orgSlug": org.slug, "ruleText": "Production agents must not use gpt-3.5 or gpt-4."}
+    assert (
+        http.patch(f"governance/policies/{policy['id']}", json=patch, headers=org.headers).status_code == 200
+    )
+    (status,) = client.deployments.status(agent="bot", environment_id=environment).items
+    assert status.state == "drifted"
+    assert [change.field for change in status.drift] == ["policyBundleHash"]
+    preview = client.deployments.preview(environment, ["bot"])
+    assert [change.field for change in preview.agents[0].changes] == ["policyBundleHash"]
+
+
+@pytest.fixture
+def team(server, client, org) -> Iterator[Team]:
+    with ExitStack() as stack:
+        yield Team(client, server.url, org, stack)
+
+
+def test_a_change_request_cannot_be_approved_into_a_deny_violation(http, org, client, team):
+    versioned_agent(client, "old", model="gpt-3.5-turbo")
+    production = client.environments.create("production").id
+    client.environments.update(production, protected=True)
+    policy = save_policy(http, org, scope={"environments": {"match": "protected"}}).json()
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+
+    opened = ana.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["old"]}, "Release"
+    )
+    (violation,) = opened.preview["violations"]
+    assert (violation["policyId"], violation["enforcement"], violation["agent"]) == (
+        policy["id"],
+        "deny",
+        "old",
+    )
+    with pytest.raises(Forbidden) as refused:
+        bo.change_requests.approve(opened.id)
+    assert refused.value.code == "policy_violation"
+    assert ana.change_requests.get(opened.id).status == "open"
+    assert client.deployments.jobs(environment_id=production).items == []
+
+    expires = (datetime.now(UTC) + timedelta(days=1)).isoformat()
+    body = {
+        "orgSlug": org.slug,
+        "policyId": policy["id"],
+        "environmentName": "production",
+        "reason": "Last release on the old model",
+        "expiresAt": expires,
+    }
+    assert http.post("governance/exceptions", json=body, headers=org.headers).status_code == 200
+    applied = bo.change_requests.approve(opened.id)
+    assert applied.status == "applied"
+    job = client.deployments.job(applied.result["jobId"])
+    assert [v.exception_id is not None for v in job.violations] == [True]

@@ -14,6 +14,7 @@ from api.cli.context import fail, json_option, resolve_environment, with_client
 from api.cli.output import (
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_POLICY_DENIED,
     EXIT_USAGE,
     err,
     out,
@@ -136,7 +137,11 @@ Examples:
 """
 )
 @deployment_options
-@click.option("--exit-code", is_flag=True, help="Exit 1 when anything would change, 0 when nothing would.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 5 when a deny policy would refuse it, else 1 when anything would change, 0 when nothing would.",
+)
 @json_option
 @with_client
 def preview(client: OrgdeckClient, exit_code: bool, as_json: bool, **arguments: Any) -> None:
@@ -149,7 +154,13 @@ def preview(client: OrgdeckClient, exit_code: bool, as_json: bool, **arguments: 
         print_json(result)
     else:
         print_preview(result, arguments["environment"])
-    raise click.exceptions.Exit(EXIT_FAILURE if exit_code and result.has_changes else EXIT_OK)
+    raise click.exceptions.Exit(_preview_exit(result) if exit_code else EXIT_OK)
+
+
+def _preview_exit(result: DeploymentPreview) -> int:
+    if any(v.enforcement == "deny" and v.exception_id is None for v in result.violations):
+        return EXIT_POLICY_DENIED
+    return EXIT_FAILURE if result.has_changes else EXIT_OK
 
 
 def print_preview(result: DeploymentPreview, environment: str) -> None:
@@ -170,6 +181,14 @@ def print_preview(result: DeploymentPreview, environment: str) -> None:
             console.print(
                 f"    {CHANGE_MARKS[change.kind]} {escape(change.field.ljust(width))}  {_change(change)}"
             )
+    if result.violations:
+        console.print(f"Policies broken ({len(result.violations)}):")
+    for violation in result.violations:
+        excepted = f" (exception {violation.exception_id})" if violation.exception_id else ""
+        console.print(
+            f"  [bold]{violation.enforcement}[/] {escape(violation.agent)}  "
+            f"{escape(violation.policy_name)}: {escape(violation.message)}{escape(excepted)}"
+        )
 
 
 def _versions(agent: AgentPreview) -> str:

@@ -20,6 +20,7 @@ EXIT_FAILURE = 1  # also: a preview with changes, drift found, a job that failed
 EXIT_USAGE = 2  # also: `deploy --wait` timed out
 EXIT_AUTH = 3
 EXIT_NOT_FOUND = 4
+EXIT_POLICY_DENIED = 5  # `deploy preview --exit-code`: a deny policy would refuse the deployment
 
 # Off a terminal (a CI log) nothing is measured: tables get room enough not to wrap.
 _LOG_WIDTH = 200

@@ -64,6 +64,10 @@ class Planned:
     shown_once: bool = False
 
 
+# What a request's preview tells policy checks of the deployment: the actor is known once it applies.
+REQUESTED_DEPLOYMENT = {"actor": "", "viaChangeRequest": True, "action": "changeRequest"}
+
+
 def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
     request = _parsed(DeploymentRequest, payload, org_slug)
     environment, planned = deployments.plan_deployment(session, org_id=org_id, request=request)
@@ -75,6 +79,18 @@ def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[
         "environmentName": environment.name,
         "agents": [agent.model_dump(mode="json", by_alias=True) for agent in agent_previews(planned)],
         "before": {plan.agent.stable_key: deployed_state(plan.current) for plan in planned},
+        # Checked again when it is applied, where a deny violation refuses the approval.
+        "violations": [
+            violation.model_dump(mode="json", by_alias=True)
+            for violation in deployments.policy_violations(
+                session,
+                org_id=org_id,
+                environment=environment,
+                planned=planned,
+                deployment=REQUESTED_DEPLOYMENT,
+                enforce=False,
+            )
+        ],
     }
     return Planned(
         payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),

@@ -52,7 +52,7 @@ class DeploymentJobRow(Base):
     change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))
     # The policies its agents broke and it went ahead through (audit, warn, or deny under a live
     # exception), as they were checked when it was made.
-    policy_violations: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON)
+    policy_violations: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
 
     agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"

@@ -47,6 +47,33 @@ policies_checked: Hook[list[Violation]] = Hook(
 )
 
 
+# The policies that apply to each agent in an environment, `{id, name, version, ruleText}` each:
+# a deployment carries them to its target, and a change of them makes what runs drift.
+applied_policies: Hook[dict[str, list[dict[str, Any]]]] = Hook(
+    "a deployment carries the policies that apply", attached_by="service.governance.evaluation"
+)
+
+
+def policy_bundles(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies that apply to it in the environment (none: left out)."""
+    answers = applied_policies(session, org_id=org_id, environment=environment, agents=agents)
+    return {agent_id: bundle for answer in answers for agent_id, bundle in answer.items() if bundle}
+
+
+def with_policies(config: dict[str, Any], bundle: list[dict[str, Any]]) -> dict[str, Any]:
+    """The config an agent is deployed with and the policies it receives, with their hash (which
+    states.py compares with the current one to tell drift)."""
+    if not bundle:
+        return config
+    return config | {"policies": bundle, "policyBundleHash": bundle_hash(bundle)}
+
+
+def bundle_hash(bundle: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(canonical_json(bundle).encode()).hexdigest()
+
+
 @dataclass(frozen=True)
 class PlannedAgent:
     """One agent of a deployment: the version it would run and the config it would run with."""
@@ -82,10 +109,11 @@ def plan_deployment(
     versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
     _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
+    bundles = policy_bundles(session, org_id=org_id, environment=environment, agents=agents)
     planned = []
     for agent in agents:
         version = versions[agent.id]
-        config = resolved_config(version.snapshot, request)
+        config = with_policies(resolved_config(version.snapshot, request), bundles.get(agent.id, []))
         planned.append(
             PlannedAgent(
                 agent=agent,

@@ -38,6 +38,15 @@ class CompiledCheck:
     program: Any
 
 
+# An input converted once to the library's values, for running many checks on one subject (the
+# conversion costs far more than a check's run).
+CheckInput = dict[str, Any] | cel.Context
+
+
+def prepared_input(input: dict[str, Any]) -> CheckInput:
+    return cel.Context(input)
+
+
 @dataclass(frozen=True)
 class CheckResult:
     outcome: Outcome
@@ -61,7 +70,7 @@ def _compiled(source: str) -> CompiledCheck:
     return CompiledCheck(source=source, program=program)
 
 
-def run_check(compiled: CompiledCheck, input: dict[str, Any]) -> CheckResult:
+def run_check(compiled: CompiledCheck, input: CheckInput) -> CheckResult:
     """pass when the check answers true, fail when false, error when it cannot be evaluated (a missing
     field, a type mismatch) or answers something that is not a boolean."""
     try:
@@ -74,7 +83,7 @@ def run_check(compiled: CompiledCheck, input: dict[str, Any]) -> CheckResult:
     return CheckResult(outcome="pass" if value else "fail")
 
 
-def evaluate_message(source: str | None, input: dict[str, Any]) -> str | None:
+def evaluate_message(source: str | None, input: CheckInput) -> str | None:
     """A policy's message: plain text as written; text starting with `=` is a CEL string expression
     (e.g. `="model " + agent.model + " is not allowed"`), falling back to its source if it fails."""
     if source is None or not source.startswith("="):

@@ -17,6 +17,7 @@ from sqlalchemy import select
 from sqlalchemy.orm import Session
 
 from api.governance import (
+    AppliedPolicy,
     Compliance,
     ComplianceCell,
     ComplianceViolation,
@@ -30,7 +31,15 @@ from service.deployments.models import AgentDeploymentRow
 from service.environments.models import EnvironmentRow
 from service.errors import Forbidden
 from service.events.service import record_event
-from service.governance.checks import compile_check, evaluate_message, run_check
+from service.governance.checks import (
+    CheckInput,
+    CheckResult,
+    CompiledCheck,
+    compile_check,
+    evaluate_message,
+    prepared_input,
+    run_check,
+)
 from service.governance.models import PolicyExceptionRow, PolicyRow
 from service.redaction.objects import redacted
 from service.storage.db import utcnow
@@ -110,8 +119,25 @@ def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
     return list(session.scalars(query.order_by(PolicyRow.name)))
 
 
+@dataclass(frozen=True)
+class PreparedPolicy:
+    """A policy with its scope read and its check compiled: once per evaluation, not per agent."""
+
+    row: PolicyRow
+    scope: PolicyScope
+    check: CompiledCheck
+
+
+def prepared(policies: Sequence[PolicyRow]) -> list[PreparedPolicy]:
+    return [
+        PreparedPolicy(row=p, scope=PolicyScope.model_validate(p.scope), check=compile_check(p.check))
+        for p in policies
+        if p.check is not None
+    ]
+
+
 def violations(
-    policies: Sequence[PolicyRow],
+    policies: Sequence[PreparedPolicy],
     subjects: Sequence[Subject],
     environment: EnvironmentRow,
     deployment: dict[str, Any],
@@ -120,34 +146,41 @@ def violations(
     """Every policy each subject breaks in the environment, with the exception that covers it."""
     found = []
     for subject in subjects:
-        inputs: dict[str, Any] | None = None
-        for policy in policies:
-            scope = PolicyScope.model_validate(policy.scope)
-            if policy.check is None or not in_scope(scope, subject.agent, environment):
-                continue
-            inputs = inputs or policy_input(subject, environment, deployment)
-            result = run_check(compile_check(policy.check), inputs)
-            if result.outcome == "pass":
-                continue
-            message = (
-                f"evaluation error: {result.error}"
-                if result.outcome == "error"
-                else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
-            )
-            found.append(
-                Violation(
-                    policy_id=policy.id,
-                    policy_name=policy.name,
-                    policy_version=policy.version,
-                    enforcement=policy.enforcement,
-                    agent=subject.agent.stable_key,
-                    environment_name=environment.name,
-                    outcome=result.outcome,
-                    message=message,
-                    exception_id=_covering(exceptions, policy.id, subject.agent.stable_key, environment.name),
-                )
-            )
+        applicable = [policy for policy in policies if in_scope(policy.scope, subject.agent, environment)]
+        if not applicable:
+            continue
+        inputs = prepared_input(policy_input(subject, environment, deployment))
+        for policy in applicable:
+            result = run_check(policy.check, inputs)
+            if result.outcome != "pass":
+                found.append(_violation(policy.row, subject, environment, result, inputs, exceptions))
     return found
+
+
+def _violation(
+    policy: PolicyRow,
+    subject: Subject,
+    environment: EnvironmentRow,
+    result: CheckResult,
+    inputs: CheckInput,
+    exceptions: Sequence[PolicyExceptionRow],
+) -> Violation:
+    message = (
+        f"evaluation error: {result.error}"
+        if result.outcome == "error"
+        else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
+    )
+    return Violation(
+        policy_id=policy.id,
+        policy_name=policy.name,
+        policy_version=policy.version,
+        enforcement=policy.enforcement,
+        agent=subject.agent.stable_key,
+        environment_name=environment.name,
+        outcome=result.outcome,
+        message=message,
+        exception_id=_covering(exceptions, policy.id, subject.agent.stable_key, environment.name),
+    )
 
 
 def live_exceptions(
@@ -162,6 +195,27 @@ def live_exceptions(
     return list(session.scalars(query))
 
 
+@deployments.applied_policies.attach
+def applied_policies(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies in whose scope it is in the environment, as the agent receives them."""
+    policies = list(
+        session.scalars(select(PolicyRow).where(PolicyRow.org_id == org_id).order_by(PolicyRow.id))
+    )
+    shown = [
+        (
+            AppliedPolicy.model_validate(p).model_dump(mode="json", by_alias=True),
+            PolicyScope.model_validate(p.scope),
+        )
+        for p in policies
+    ]
+    return {
+        agent.id: [bundled for bundled, scope in shown if in_scope(scope, agent, environment)]
+        for agent in agents
+    }
+
+
 @deployments.policies_checked.attach
 def check_deployment(
     session: Session,
@@ -174,7 +228,7 @@ def check_deployment(
 ) -> list[Violation]:
     """The violations of a deployment about to run (or previewed); enforced, a deny violation with
     no live exception refuses it (403 policy_violation)."""
-    policies = checked_policies(session, org_id=org_id)
+    policies = prepared(checked_policies(session, org_id=org_id))
     if not policies:
         return []
     subjects = [Subject(agent=plan.agent, config=plan.config) for plan in planned]
@@ -217,58 +271,56 @@ def running_subjects(
 
 def impact(session: Session, *, org_id: str, policy: PolicyRow) -> list[ImpactEntry]:
     """What runs now that the policy flags, everywhere in its scope (exceptions aside)."""
-    entries = []
-    for environment, running in running_subjects(session, org_id=org_id).values():
-        subjects = [subject for subject, _ in running]
-        for violation in violations([policy], subjects, environment, RUNNING):
-            entries.append(
-                ImpactEntry(
-                    agent=violation.agent,
-                    environment_name=violation.environment_name,
-                    outcome=violation.outcome,
-                    message=violation.message,
-                )
-            )
-    return entries
+    policies = prepared([policy])
+    return [
+        ImpactEntry(
+            agent=violation.agent,
+            environment_name=violation.environment_name,
+            outcome=violation.outcome,
+            message=violation.message,
+        )
+        for environment, running in running_subjects(session, org_id=org_id).values()
+        for violation in violations(policies, [subject for subject, _ in running], environment, RUNNING)
+    ]
 
 
 def compliance(session: Session, *, org_id: str) -> Compliance:
     """Every policy with a check against what runs now in every environment it applies to,
-    recomputed on read from the current deployment records (one row per agent and environment:
-    bounded by what runs, and each check compiled once)."""
-    policies = checked_policies(session, org_id=org_id)
+    recomputed on read from the current deployment records: one evaluation per agent and
+    environment, each check compiled once (and cached across reads)."""
+    policies = prepared(checked_policies(session, org_id=org_id))
     exceptions = live_exceptions(session, org_id=org_id)
     matrix, listed = [], []
     for environment, running in running_subjects(session, org_id=org_id).values():
         since = {subject.agent.stable_key: deployed_at for subject, deployed_at in running}
+        found = violations(policies, [s for s, _ in running], environment, RUNNING, exceptions)
+        open_ = [v for v in found if v.exception_id is None]
         for policy in policies:
-            scope = PolicyScope.model_validate(policy.scope)
-            if not environment_in_scope(scope, environment):
+            if not environment_in_scope(policy.scope, environment):
                 continue
-            subjects = [s for s, _ in running if in_scope(scope, s.agent, environment)]
-            found = violations([policy], subjects, environment, RUNNING, exceptions)
-            open_ = [v for v in found if v.exception_id is None]
+            covered = sum(in_scope(policy.scope, s.agent, environment) for s, _ in running)
+            broken = sum(v.policy_id == policy.row.id for v in open_)
             matrix.append(
                 ComplianceCell(
-                    policy_id=policy.id,
-                    policy_name=policy.name,
+                    policy_id=policy.row.id,
+                    policy_name=policy.row.name,
                     environment_name=environment.name,
-                    violations=len(open_),
-                    compliant=len(subjects) - len(open_),
+                    violations=broken,
+                    compliant=covered - broken,
                 )
             )
-            listed.extend(
-                ComplianceViolation(
-                    agent=v.agent,
-                    environment_name=v.environment_name,
-                    policy_id=v.policy_id,
-                    policy_name=v.policy_name,
-                    enforcement=v.enforcement,
-                    message=v.message,
-                    since=since[v.agent],
-                )
-                for v in open_
+        listed.extend(
+            ComplianceViolation(
+                agent=v.agent,
+                environment_name=v.environment_name,
+                policy_id=v.policy_id,
+                policy_name=v.policy_name,
+                enforcement=v.enforcement,
+                message=v.message,
+                since=since[v.agent],
             )
+            for v in open_
+        )
     return Compliance(matrix=matrix, violations=listed, evaluated_at=utcnow())
 
 

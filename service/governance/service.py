@@ -28,6 +28,7 @@ from api.governance import (
     TokenUsage,
     UpdatePolicy,
 )
+from service.deployments import states
 from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
 from service.governance import evaluation
 from service.governance.checks import (
@@ -182,6 +183,8 @@ def create_policy(
     policy.versions.append(_snapshot(policy, change_request))
     session.add(policy)
     session.flush()
+    # What agents receive changed: what runs drifts from it.
+    states.refresh_org(session, org_id=org_id)
     return policy
 
 
@@ -308,6 +311,7 @@ def update_policy(
     policy.version += 1
     policy.versions.insert(0, _snapshot(policy, change_request))
     session.flush()
+    states.refresh_org(session, org_id=org_id)
     return policy
 
 
@@ -319,6 +323,7 @@ def delete_policy(
         require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
+    states.refresh_org(session, org_id=org_id)
     return policy
 
 
