@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from api import OrgdeckClient
@@ -15,6 +16,7 @@ from api.governance import GeneratePolicyPrompt, PolicyDraft
 from service.governance.checks import compile_check, run_check
 from service.governance.drafting import builtin_checked_draft
 from tests.fake_llm import LOGGING_CHECK, REPLY, FakeLLM, drafted, running_fake_llm
+from tests.test_deployments import versioned_agent
 
 AGENT = {
     "stableKey": "support-triage",
@@ -327,3 +329,39 @@ def test_garbage_is_answered_as_a_draft_with_a_notice_not_an_error(
     assert draft.notice is not None and says in draft.notice
     assert draft.examples == []
     assert draft.rule_text.strip()
+
+
+# -- from plain words to a refused deployment ---------------------------------------------
+
+
+SAVED_FROM_THE_DRAFT = ("name", "ruleText", "check", "message", "enforcement", "scope", "examples")
+
+
+def test_a_drafted_policy_saved_as_drafted_refuses_what_it_forbids(http, org, client):
+    production = client.environments.create("production").id
+    staging = client.environments.create("staging").id
+    versioned_agent(client, "legacy", model="gpt-3.5-turbo", temperature=0.9)
+    versioned_agent(client, "current")
+    draft = client.policies.generate("Production agents must not use gpt-3.5 and must keep temperature ≤ 0.3")
+    drafted_fields = draft.model_dump(by_alias=True, mode="json")
+    saved = http.post(
+        "governance/policies",
+        headers=org.headers,
+        json={
+            "orgSlug": org.slug,
+            **{key: drafted_fields[key] for key in SAVED_FROM_THE_DRAFT},
+        },
+    )
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["enforcement"] == "deny"
+    assert [result["passed"] for result in saved.json()["exampleResults"]] == [True, True, True]
+
+    def deploy(environment_id: str, *keys: str) -> httpx.Response:
+        body = {"orgSlug": org.slug, "environmentId": environment_id, "agentStableKeys": list(keys)}
+        return http.post("agents/deployments", json=body, headers=org.headers)
+
+    refused = deploy(production, "legacy", "current")
+    assert refused.status_code == 403, refused.text
+    assert [(d["agent"], d["message"]) for d in refused.json()["details"]] == [("legacy", draft.message)]
+    assert deploy(production, "current").status_code == 200
+    assert deploy(staging, "legacy").status_code == 200  # out of the drafted scope
