@@ -137,6 +137,28 @@ def test_providers_per_environment_scope_the_policy_to_the_environment(client):
     assert "Scope: Every agent deployed to production." in draft.rule_text
 
 
+def test_providers_that_differ_by_environment_hold_each_in_its_own(client):
+    instructions = (
+        "Production agents only use azure and keep temperature ≤ 0.3; staging agents only use openai."
+    )
+    draft = client.policies.generate(instructions)
+    assert_examples_hold(draft)
+    assert draft.scope.environments.names == ["production", "staging"]
+    assert "1. In production: MUST use only the provider azure_openai." in draft.rule_text
+    assert "3. In staging: MUST use only the provider openai." in draft.rule_text
+    assert outcome(draft, subject(provider="azure_openai")) == "pass"
+    assert outcome(draft, subject(provider="openai")) == "fail"
+    assert outcome(draft, subject(provider="azure_openai", providerConfig={"temperature": 0.9})) == "fail"
+    assert (
+        outcome(draft, subject("staging", provider="openai", providerConfig={"temperature": 0.9})) == "pass"
+    )
+    assert outcome(draft, subject("staging", provider="azure_openai")) == "fail"
+    assert {e.input["environment"]["name"] for e in draft.examples if e.expect == "pass"} == {
+        "production",
+        "staging",
+    }
+
+
 def test_protected_environments_scope_the_policy_to_them(client):
     draft = client.policies.generate("In protected environments agents must not use openai.")
     assert draft.scope.environments.match == "protected"

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from api.governance import EnvironmentScope
@@ -52,9 +52,10 @@ NOT_ENVIRONMENT_NAMES = {
 NOT_TAGS = {"must", "should", "shall", "may", "will", "can", "are", "is", "be", "and", "or", "that"}
 NOT_TAGS |= {"the", "a", "an", "to", "of", "in", "on", "with", "for", "by", "as"}
 
-_CLAUSE_END = re.compile(
-    r"[.!?](?=\s|$)|[;\n]+|,?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|"
-    r"have|has|be|are|is|use|not|cannot|can't|don't|do)\b)",
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]+")
+_AND_THEN = re.compile(
+    r",?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|have|has|be|are|is|"
+    r"use|not|cannot|can't|don't|do)\b)",
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
@@ -114,6 +115,8 @@ class Requirement:
     violate: Callable[[Sample], None]
     # The failing example's name: what the violating sample does.
     violation: str
+    # Where it holds when the instructions set different rules for different environments.
+    environments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -125,14 +128,21 @@ class Recognised:
 
 
 def recognise(instructions: str) -> Recognised:
-    """The asks recognised in the instructions, clause by clause, and the environments they name."""
-    requirements: list[Requirement] = []
-    unrecognised = []
-    for clause in _clauses(instructions):
-        found = _requirements_in(clause.lower())
-        requirements += found
-        if not found:
-            unrecognised.append(clause)
+    """The asks recognised in the instructions, clause by clause, and the environments they name.
+
+    Where clauses name different environments ("production agents only use azure; staging agents
+    only use openai"), each ask holds in its own environments only; otherwise the scope says where
+    the whole policy applies and the asks need not."""
+    recognised = [
+        (clause, named, _requirements_in(clause.lower())) for clause, named in _clauses(instructions)
+    ]
+    per_environment = len({tuple(named) for _, named, found in recognised if found and named}) > 1
+    requirements = [
+        _only_in(requirement, named) if per_environment and named else requirement
+        for _, named, found in recognised
+        for requirement in found
+    ]
+    unrecognised = [clause for clause, _, found in recognised if not found]
     return Recognised(_distinct(requirements), unrecognised, environments_named(instructions))
 
 
@@ -141,11 +151,7 @@ def environments_named(instructions: str) -> EnvironmentScope:
     text = instructions.lower()
     if _PROTECTED.search(text):
         return EnvironmentScope(match="protected")
-    names: list[str] = []
-    for found in _ENVIRONMENT.finditer(text):
-        name = found["word"] or found["named"]
-        if name not in NOT_ENVIRONMENT_NAMES and name not in names:
-            names.append(name)
+    names = _names_in(text)
     return EnvironmentScope(match="names", names=names) if names else EnvironmentScope()
 
 
@@ -154,9 +160,33 @@ def condition_of(requirements: list[Requirement]) -> str | None:
     return " && ".join(r.condition for r in requirements) or None
 
 
-def _clauses(text: str) -> list[str]:
-    parts = (part.strip(" ,-*•\t") for part in _CLAUSE_END.split(text))
-    return [part for part in parts if any(c.isalnum() for c in part)]
+def _clauses(text: str) -> list[tuple[str, list[str]]]:
+    """Each clause with the environments it speaks of: those it names, else those named earlier in
+    its sentence ("production agents only use azure and must keep temperature ≤ 0.3": both)."""
+    clauses = []
+    for sentence in _SENTENCE_END.split(text):
+        named: list[str] = []
+        for part in _AND_THEN.split(sentence):
+            clause = part.strip(" ,-*•\t")
+            if any(c.isalnum() for c in clause):
+                named = _names_in(clause.lower()) or named
+                clauses.append((clause, named))
+    return clauses
+
+
+def _names_in(text: str) -> list[str]:
+    found = (match["word"] or match["named"] for match in _ENVIRONMENT.finditer(text))
+    return _unique(name for name in found if name not in NOT_ENVIRONMENT_NAMES)
+
+
+def _only_in(requirement: Requirement, names: list[str]) -> Requirement:
+    """The requirement holding in the named environments only."""
+    return replace(
+        requirement,
+        statement=f"In {_said(names, 'and')}: {requirement.statement}",
+        condition=f"(!(environment.name in {_cel_list(names)}) || {requirement.condition})",
+        environments=tuple(names),
+    )
 
 
 def _requirements_in(clause: str) -> list[Requirement]:

@@ -68,11 +68,9 @@ NOTHING_RECOGNISED = (
 )
 
 
-def sample_input(environments: EnvironmentScope) -> Sample:
-    """An agent as it would be deployed to an environment the rule speaks of: the CEL input
-    `{agent, environment, deployment}` the examples start from."""
-    environment = environments.names[0] if environments.names else SAMPLE_ENVIRONMENT
-    protected = environments.match == "protected" or environment == SAMPLE_ENVIRONMENT
+def sample_input(environment: str = SAMPLE_ENVIRONMENT, *, protected: bool = True) -> Sample:
+    """An agent as it would be deployed to an environment: the CEL input `{agent, environment,
+    deployment}` the examples start from."""
     return {
         "agent": {
             "stableKey": "support-triage",
@@ -111,7 +109,7 @@ has() before reading an optional providerConfig key);
 with "expect" "pass" (the check is true) or "fail"; at least one of each.
 
 The input (an example):
-{json.dumps(sample_input(EnvironmentScope()), indent=2)}"""
+{json.dumps(sample_input(), indent=2)}"""
 
 
 # A statement that forbids, and the words that say so (removed when it becomes "MUST NOT …").
@@ -316,14 +314,27 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _examples(recognised: Recognised) -> list[PolicyExample]:
-    complying = sample_input(recognised.environments)
-    for requirement in recognised.requirements:
-        requirement.comply(complying)
-    examples = [PolicyExample(name="complies", input=complying, expect="pass")]
-    for requirement in recognised.requirements:
-        breaking = copy.deepcopy(complying)
-        requirement.violate(breaking)
-        examples.append(PolicyExample(name=requirement.violation, input=breaking, expect="fail"))
+    """An agent that complies, and one breaking each ask; in each environment named when the asks
+    differ by environment."""
+    scope = recognised.environments
+    per_environment = any(r.environments for r in recognised.requirements)
+    names = (scope.names if per_environment else scope.names[:1]) or [SAMPLE_ENVIRONMENT]
+    examples = []
+    for name in names:
+        applying = [r for r in recognised.requirements if not r.environments or name in r.environments]
+        complying = sample_input(name, protected=scope.match == "protected" or name == SAMPLE_ENVIRONMENT)
+        for requirement in applying:
+            requirement.comply(complying)
+        where = f" in {name}" if per_environment else ""
+        examples.append(PolicyExample(name=f"complies{where}", input=complying, expect="pass"))
+        # An ask that holds everywhere breaks once, in the first environment.
+        for requirement in applying:
+            if requirement.environments or name == names[0]:
+                breaking = copy.deepcopy(complying)
+                requirement.violate(breaking)
+                examples.append(
+                    PolicyExample(name=f"{requirement.violation}{where}", input=breaking, expect="fail")
+                )
     return examples
 
 
