@@ -159,6 +159,15 @@ def test_providers_that_differ_by_environment_hold_each_in_its_own(client):
     }
 
 
+def test_an_ask_naming_no_environment_beside_one_that_does_holds_everywhere(client):
+    draft = client.policies.generate("Agents must not use gpt-3.5. In production, temperature ≤ 0.3.")
+    assert_examples_hold(draft)
+    assert draft.scope.environments.match == "all"
+    assert outcome(draft, subject("staging", model="gpt-3.5-turbo")) == "fail"
+    assert outcome(draft, subject("staging", providerConfig={"temperature": 0.9})) == "pass"
+    assert outcome(draft, subject(providerConfig={"temperature": 0.9})) == "fail"
+
+
 def test_protected_environments_scope_the_policy_to_them(client):
     draft = client.policies.generate("In protected environments agents must not use openai.")
     assert draft.scope.environments.match == "protected"

@@ -131,19 +131,22 @@ def recognise(instructions: str) -> Recognised:
     """The asks recognised in the instructions, clause by clause, and the environments they name.
 
     Where clauses name different environments ("production agents only use azure; staging agents
-    only use openai"), each ask holds in its own environments only; otherwise the scope says where
-    the whole policy applies and the asks need not."""
+    only use openai"), or some name one and others none, each ask holds in its own environments
+    only; otherwise the scope says where the whole policy applies and the asks need not."""
     recognised = [
         (clause, named, _requirements_in(clause.lower())) for clause, named in _clauses(instructions)
     ]
-    per_environment = len({tuple(named) for _, named, found in recognised if found and named}) > 1
+    spoken_of = {tuple(named) for _, named, found in recognised if found}
+    per_environment = len(spoken_of) > 1
     requirements = [
         _only_in(requirement, named) if per_environment and named else requirement
         for _, named, found in recognised
         for requirement in found
     ]
     unrecognised = [clause for clause, _, found in recognised if not found]
-    return Recognised(_distinct(requirements), unrecognised, environments_named(instructions))
+    # An ask that names no environment, beside asks that do, holds in every environment.
+    scope = EnvironmentScope() if per_environment and () in spoken_of else environments_named(instructions)
+    return Recognised(_distinct(requirements), unrecognised, scope)
 
 
 def environments_named(instructions: str) -> EnvironmentScope:

@@ -317,8 +317,9 @@ def _examples(recognised: Recognised) -> list[PolicyExample]:
     """An agent that complies, and one breaking each ask; in each environment named when the asks
     differ by environment."""
     scope = recognised.environments
-    per_environment = any(r.environments for r in recognised.requirements)
-    names = (scope.names if per_environment else scope.names[:1]) or [SAMPLE_ENVIRONMENT]
+    guarded = list(dict.fromkeys(name for r in recognised.requirements for name in r.environments))
+    per_environment = bool(guarded)
+    names = guarded or scope.names[:1] or [SAMPLE_ENVIRONMENT]
     examples = []
     for name in names:
         applying = [r for r in recognised.requirements if not r.environments or name in r.environments]
