@@ -62,12 +62,18 @@ def policy_bundles(
     return {agent_id: bundle for answer in answers for agent_id, bundle in answer.items() if bundle}
 
 
-def with_policies(config: dict[str, Any], bundle: list[dict[str, Any]]) -> dict[str, Any]:
+def with_policies(
+    config: dict[str, Any], bundle: list[dict[str, Any]], hashes: dict[tuple[Any, ...], str]
+) -> dict[str, Any]:
     """The config an agent is deployed with and the policies it receives, with their hash (which
-    states.py compares with the current one to tell drift)."""
+    states.py compares with the current one to tell drift). Agents in the same scopes get the same
+    bundle: `hashes` keeps each one's hash, by its policies' ids and versions, for the next agent."""
     if not bundle:
         return config
-    return config | {"policies": bundle, "policyBundleHash": bundle_hash(bundle)}
+    key = tuple((policy["id"], policy["version"]) for policy in bundle)
+    if key not in hashes:
+        hashes[key] = bundle_hash(bundle)
+    return config | {"policies": bundle, "policyBundleHash": hashes[key]}
 
 
 def bundle_hash(bundle: list[dict[str, Any]]) -> str:
@@ -110,10 +116,13 @@ def plan_deployment(
     _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
     bundles = policy_bundles(session, org_id=org_id, environment=environment, agents=agents)
+    bundle_hashes: dict[tuple[Any, ...], str] = {}
     planned = []
     for agent in agents:
         version = versions[agent.id]
-        config = with_policies(resolved_config(version.snapshot, request), bundles.get(agent.id, []))
+        config = with_policies(
+            resolved_config(version.snapshot, request), bundles.get(agent.id, []), bundle_hashes
+        )
         planned.append(
             PlannedAgent(
                 agent=agent,
@@ -386,7 +395,9 @@ def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dic
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+    """The hash of what an agent runs with; its policies count through their policyBundleHash."""
+    hashed = {key: value for key, value in config.items() if key != "policies"}
+    return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()
 
 
 def _environment(session: Session, *, org_id: str, environment_id: str, lock: bool = False) -> EnvironmentRow:

@@ -54,6 +54,9 @@ class CheckResult:
     error: str | None = None
 
 
+PASSED, FAILED = CheckResult(outcome="pass"), CheckResult(outcome="fail")
+
+
 def compile_check(source: str) -> CompiledCheck:
     """The compiled program of a check; CheckInvalid naming the line and column of a syntax error."""
     return _compiled(source.strip())
@@ -78,9 +81,11 @@ def run_check(compiled: CompiledCheck, input: CheckInput) -> CheckResult:
     # The library raises KeyError, TypeError, RuntimeError or ValueError as evaluation fails.
     except Exception as error:
         return CheckResult(outcome="error", error=_evaluation_error(error))
-    if not isinstance(value, bool):
-        return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
-    return CheckResult(outcome="pass" if value else "fail")
+    if value is True:
+        return PASSED
+    if value is False:
+        return FAILED
+    return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
 
 
 def evaluate_message(source: str | None, input: CheckInput) -> str | None:

@@ -8,7 +8,7 @@ environment."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -104,13 +104,15 @@ def environment_in_scope(scope: PolicyScope, environment: EnvironmentRow) -> boo
     return environment.protected if environments.match == "protected" else True
 
 
-def in_scope(scope: PolicyScope, agent: AgentRow, environment: EnvironmentRow) -> bool:
-    if not environment_in_scope(scope, environment):
-        return False
+def agent_in_scope(scope: PolicyScope, tags: Iterable[str], fleet_id: str | None) -> bool:
     agents = scope.agents
-    if agents.match == "tags" and not set(agents.tags) & set(agent.tags):
-        return False
-    return not (agents.match == "fleets" and agent.fleet_id not in agents.fleet_ids)
+    if agents.match == "tags":
+        return not set(agents.tags).isdisjoint(tags)
+    return fleet_id in agents.fleet_ids if agents.match == "fleets" else True
+
+
+def in_scope(scope: PolicyScope, agent: AgentRow, environment: EnvironmentRow) -> bool:
+    return environment_in_scope(scope, environment) and agent_in_scope(scope, agent.tags, agent.fleet_id)
 
 
 def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
@@ -121,16 +123,28 @@ def checked_policies(session: Session, *, org_id: str) -> list[PolicyRow]:
 
 @dataclass(frozen=True)
 class PreparedPolicy:
-    """A policy with its scope read and its check compiled: once per evaluation, not per agent."""
+    """A policy read once per evaluation, not per agent: its fields, scope and compiled check."""
 
-    row: PolicyRow
+    id: str
+    name: str
+    version: int
+    enforcement: str
+    message: str | None
     scope: PolicyScope
     check: CompiledCheck
 
 
 def prepared(policies: Sequence[PolicyRow]) -> list[PreparedPolicy]:
     return [
-        PreparedPolicy(row=p, scope=PolicyScope.model_validate(p.scope), check=compile_check(p.check))
+        PreparedPolicy(
+            id=p.id,
+            name=p.name,
+            version=p.version,
+            enforcement=p.enforcement,
+            message=p.message,
+            scope=PolicyScope.model_validate(p.scope),
+            check=compile_check(p.check),
+        )
         for p in policies
         if p.check is not None
     ]
@@ -144,23 +158,25 @@ def violations(
     exceptions: Sequence[PolicyExceptionRow] = (),
 ) -> list[Violation]:
     """Every policy each subject breaks in the environment, with the exception that covers it."""
+    here = [policy for policy in policies if environment_in_scope(policy.scope, environment)]
     found = []
     for subject in subjects:
-        applicable = [policy for policy in policies if in_scope(policy.scope, subject.agent, environment)]
+        tags, fleet_id = subject.agent.tags, subject.agent.fleet_id
+        applicable = [policy for policy in here if agent_in_scope(policy.scope, tags, fleet_id)]
         if not applicable:
             continue
         inputs = prepared_input(policy_input(subject, environment, deployment))
         for policy in applicable:
             result = run_check(policy.check, inputs)
             if result.outcome != "pass":
-                found.append(_violation(policy.row, subject, environment, result, inputs, exceptions))
+                found.append(_violation(policy, subject, environment.name, result, inputs, exceptions))
     return found
 
 
 def _violation(
-    policy: PolicyRow,
+    policy: PreparedPolicy,
     subject: Subject,
-    environment: EnvironmentRow,
+    environment_name: str,
     result: CheckResult,
     inputs: CheckInput,
     exceptions: Sequence[PolicyExceptionRow],
@@ -170,16 +186,17 @@ def _violation(
         if result.outcome == "error"
         else evaluate_message(policy.message, inputs) or f"breaks policy '{policy.name}'"
     )
+    agent = subject.agent.stable_key
     return Violation(
         policy_id=policy.id,
         policy_name=policy.name,
         policy_version=policy.version,
         enforcement=policy.enforcement,
-        agent=subject.agent.stable_key,
-        environment_name=environment.name,
+        agent=agent,
+        environment_name=environment_name,
         outcome=result.outcome,
         message=message,
-        exception_id=_covering(exceptions, policy.id, subject.agent.stable_key, environment.name),
+        exception_id=_covering(exceptions, policy.id, agent, environment_name),
     )
 
 
@@ -203,17 +220,17 @@ def applied_policies(
     policies = list(
         session.scalars(select(PolicyRow).where(PolicyRow.org_id == org_id).order_by(PolicyRow.id))
     )
-    shown = [
-        (
-            AppliedPolicy.model_validate(p).model_dump(mode="json", by_alias=True),
-            PolicyScope.model_validate(p.scope),
-        )
-        for p in policies
+    scoped = [(p, PolicyScope.model_validate(p.scope)) for p in policies]
+    here = [
+        (AppliedPolicy.model_validate(p).model_dump(mode="json", by_alias=True), scope)
+        for p, scope in scoped
+        if environment_in_scope(scope, environment)
     ]
-    return {
-        agent.id: [bundled for bundled, scope in shown if in_scope(scope, agent, environment)]
-        for agent in agents
-    }
+    bundles = {}
+    for agent in agents:
+        tags, fleet_id = agent.tags, agent.fleet_id
+        bundles[agent.id] = [shown for shown, scope in here if agent_in_scope(scope, tags, fleet_id)]
+    return bundles
 
 
 @deployments.policies_checked.attach
@@ -298,12 +315,12 @@ def compliance(session: Session, *, org_id: str) -> Compliance:
         for policy in policies:
             if not environment_in_scope(policy.scope, environment):
                 continue
-            covered = sum(in_scope(policy.scope, s.agent, environment) for s, _ in running)
-            broken = sum(v.policy_id == policy.row.id for v in open_)
+            covered = sum(agent_in_scope(policy.scope, s.agent.tags, s.agent.fleet_id) for s, _ in running)
+            broken = sum(v.policy_id == policy.id for v in open_)
             matrix.append(
                 ComplianceCell(
-                    policy_id=policy.row.id,
-                    policy_name=policy.row.name,
+                    policy_id=policy.id,
+                    policy_name=policy.name,
                     environment_name=environment.name,
                     violations=broken,
                     compliant=covered - broken,
