@@ -8,12 +8,15 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from api import OrgdeckClient
-from api.governance import PolicyDraft
+from api.governance import GeneratePolicyPrompt, PolicyDraft
 from service.governance.checks import compile_check, run_check
+from service.governance.drafting import builtin_checked_draft
 from tests.fake_llm import LOGGING_CHECK, REPLY, FakeLLM, drafted, running_fake_llm
+from tests.test_deployments import versioned_agent
 
 AGENT = {
     "stableKey": "support-triage",
@@ -134,6 +137,37 @@ def test_providers_per_environment_scope_the_policy_to_the_environment(client):
     assert "Scope: Every agent deployed to production." in draft.rule_text
 
 
+def test_providers_that_differ_by_environment_hold_each_in_its_own(client):
+    instructions = (
+        "Production agents only use azure and keep temperature ≤ 0.3; staging agents only use openai."
+    )
+    draft = client.policies.generate(instructions)
+    assert_examples_hold(draft)
+    assert draft.scope.environments.names == ["production", "staging"]
+    assert "1. In production: MUST use only the provider azure_openai." in draft.rule_text
+    assert "3. In staging: MUST use only the provider openai." in draft.rule_text
+    assert outcome(draft, subject(provider="azure_openai")) == "pass"
+    assert outcome(draft, subject(provider="openai")) == "fail"
+    assert outcome(draft, subject(provider="azure_openai", providerConfig={"temperature": 0.9})) == "fail"
+    assert (
+        outcome(draft, subject("staging", provider="openai", providerConfig={"temperature": 0.9})) == "pass"
+    )
+    assert outcome(draft, subject("staging", provider="azure_openai")) == "fail"
+    assert {e.input["environment"]["name"] for e in draft.examples if e.expect == "pass"} == {
+        "production",
+        "staging",
+    }
+
+
+def test_an_ask_naming_no_environment_beside_one_that_does_holds_everywhere(client):
+    draft = client.policies.generate("Agents must not use gpt-3.5. In production, temperature ≤ 0.3.")
+    assert_examples_hold(draft)
+    assert draft.scope.environments.match == "all"
+    assert outcome(draft, subject("staging", model="gpt-3.5-turbo")) == "fail"
+    assert outcome(draft, subject("staging", providerConfig={"temperature": 0.9})) == "pass"
+    assert outcome(draft, subject(providerConfig={"temperature": 0.9})) == "fail"
+
+
 def test_protected_environments_scope_the_policy_to_them(client):
     draft = client.policies.generate("In protected environments agents must not use openai.")
     assert draft.scope.environments.match == "protected"
@@ -174,6 +208,54 @@ def test_what_is_not_recognised_is_kept_and_said(client):
     assert_examples_hold(draft)
     assert "2. MUST NOT log customer PII." in draft.rule_text
     assert draft.notice is not None and "“Never log customer PII”" in draft.notice
+
+
+TEMPERATURE = "has(agent.providerConfig.temperature) && agent.providerConfig.temperature"
+MAX_TOKENS = "has(agent.providerConfig.max_tokens) && agent.providerConfig.max_tokens"
+
+
+@pytest.mark.parametrize(
+    ("instructions", "check"),
+    [
+        ("Temperature must not exceed 0.3.", f"{TEMPERATURE} <= 0.3"),
+        ("A temperature of 0.3 or less.", f"{TEMPERATURE} <= 0.3"),
+        ("Max temperature 0.7", f"{TEMPERATURE} <= 0.7"),
+        ("temperature < 1", f"{TEMPERATURE} < 1"),
+        ("Max tokens under 4000.", f"{MAX_TOKENS} < 4000"),  # the words next to the number decide
+        ("max_tokens <= 512", f"{MAX_TOKENS} <= 512"),
+        (
+            "Never use the `shell` tool or the web_search tool.",
+            '!agent.tools.exists(t, t.ref in ["web_search", "shell"])',
+        ),
+        (
+            "Agents must have the tags owner and cost-center.",
+            'agent.tags.exists(t, t == "owner" || t.startsWith("owner:")) && agent.tags.exists(t, t == "cost-center" || t.startsWith("cost-center:"))',
+        ),
+        ("No agent may use phi-3.", '!(agent.model == "phi-3" || agent.model.startsWith("phi-3-"))'),
+        ("Agents must not use openai or azure openai.", '!(agent.provider in ["openai", "azure_openai"])'),
+    ],
+)
+def test_phrasings(instructions, check):
+    draft = builtin_checked_draft(GeneratePolicyPrompt(org_slug="x", instructions=instructions))
+    assert draft.check == check
+    assert draft.tested
+
+
+@pytest.mark.parametrize(
+    "instructions",
+    [
+        "Never send PHI to external tools.",  # PHI is health data, not a model
+        "Agents must not use more than 3 tools.",  # a count, not a tool
+        "At this stage, agents with tags must be reviewed.",  # neither an environment nor a tag
+        "Temperature at least 0.1.",  # a lower bound
+        "Never send customer data to example.com.",  # a domain, not a tool
+    ],
+)
+def test_words_that_only_look_like_an_ask_draft_no_check(instructions):
+    draft = builtin_checked_draft(GeneratePolicyPrompt(org_slug="x", instructions=instructions))
+    assert draft.check is None
+    assert draft.scope.environments.match == "all"
+    assert draft.notice is not None and "No check drafted" in draft.notice
 
 
 def test_nothing_recognised_is_a_draft_without_check_saying_so(http, org):
@@ -278,3 +360,39 @@ def test_garbage_is_answered_as_a_draft_with_a_notice_not_an_error(
     assert draft.notice is not None and says in draft.notice
     assert draft.examples == []
     assert draft.rule_text.strip()
+
+
+# -- from plain words to a refused deployment ---------------------------------------------
+
+
+SAVED_FROM_THE_DRAFT = ("name", "ruleText", "check", "message", "enforcement", "scope", "examples")
+
+
+def test_a_drafted_policy_saved_as_drafted_refuses_what_it_forbids(http, org, client):
+    production = client.environments.create("production").id
+    staging = client.environments.create("staging").id
+    versioned_agent(client, "legacy", model="gpt-3.5-turbo", temperature=0.9)
+    versioned_agent(client, "current")
+    draft = client.policies.generate("Production agents must not use gpt-3.5 and must keep temperature ≤ 0.3")
+    drafted_fields = draft.model_dump(by_alias=True, mode="json")
+    saved = http.post(
+        "governance/policies",
+        headers=org.headers,
+        json={
+            "orgSlug": org.slug,
+            **{key: drafted_fields[key] for key in SAVED_FROM_THE_DRAFT},
+        },
+    )
+    assert saved.status_code == 200, saved.text
+    assert saved.json()["enforcement"] == "deny"
+    assert [result["passed"] for result in saved.json()["exampleResults"]] == [True, True, True]
+
+    def deploy(environment_id: str, *keys: str) -> httpx.Response:
+        body = {"orgSlug": org.slug, "environmentId": environment_id, "agentStableKeys": list(keys)}
+        return http.post("agents/deployments", json=body, headers=org.headers)
+
+    refused = deploy(production, "legacy", "current")
+    assert refused.status_code == 403, refused.text
+    assert [(d["agent"], d["message"]) for d in refused.json()["details"]] == [("legacy", draft.message)]
+    assert deploy(production, "current").status_code == 200
+    assert deploy(staging, "legacy").status_code == 200  # out of the drafted scope

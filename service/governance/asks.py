@@ -12,16 +12,15 @@ temperature ≤ 0.3" is two clauses); each matcher below is small and looks for 
 - tags required or forbidden ("must be tagged owner", "must not be tagged experimental");
 - the environments the rule speaks of ("production agents …", "in protected environments").
 
-Docs: docs/reference.md, "The built-in drafter's asks".
+Docs: docs/reference.md, "Drafting checks".
 """
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from api.governance import EnvironmentScope
@@ -43,13 +42,20 @@ PROVIDER_WORDS = {
 OTHER_MODELS = ("gpt-4o", "claude-3-5-sonnet", "gpt-3.5-turbo", "llama3.1:8b")
 OTHER_PROVIDERS = ("openai", "anthropic", "azure_openai", "openai_compatible")
 # Environment words recognised without the word "environment" after them.
-ENVIRONMENT_WORDS = ("production", "prod", "staging", "stage", "development", "dev", "qa", "uat", "sandbox")
+ENVIRONMENT_WORDS = ("production", "prod", "staging", "development", "dev", "qa", "uat", "sandbox")
 # Words before "environment(s)" that are not its name.
-NOT_ENVIRONMENT_NAMES = {"all", "any", "every", "each", "the", "an", "other", "its", "their", "protected"}
+NOT_ENVIRONMENT_NAMES = {
+    *("all", "any", "every", "each", "the", "an", "other", "its", "their", "this", "that", "which"),
+    *("same", "new", "target", "protected", "unprotected", "one"),
+}
+# Words that follow "tagged" or "tags" without being a tag ("agents with tags must …").
+NOT_TAGS = {"must", "should", "shall", "may", "will", "can", "are", "is", "be", "and", "or", "that"}
+NOT_TAGS |= {"the", "a", "an", "to", "of", "in", "on", "with", "for", "by", "as"}
 
-_CLAUSE_END = re.compile(
-    r"[.!?](?=\s|$)|[;\n]+|,?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|"
-    r"have|has|be|are|is|use|not|cannot|can't|don't|do)\b)",
+_SENTENCE_END = re.compile(r"[.!?](?=\s|$)|[;\n]+")
+_AND_THEN = re.compile(
+    r",?\s+\b(?:and|but)\b\s+(?=(?:must|should|shall|may|never|only|always|keep|have|has|be|are|is|"
+    r"use|not|cannot|can't|don't|do)\b)",
     re.IGNORECASE,
 )
 _NEGATION = re.compile(
@@ -57,14 +63,18 @@ _NEGATION = re.compile(
     r"disallowed|ban|banned|prohibit|prohibited|avoid)\b"
 )
 _MODEL = re.compile(
-    r"\b(?:gpt|o[1-9]|claude|gemini|llama|mistral|mixtral|codestral|qwen|deepseek|phi|grok|command-r)"
+    r"\b(?:gpt|o[1-9]|claude|gemini|llama|mistral|mixtral|codestral|qwen|deepseek|phi-?\d|grok|command-r)"
     r"(?:[-.:]?[a-z0-9]+)*"
 )
 _PROVIDER = re.compile(r"\b(?:" + "|".join(re.escape(word) for word in PROVIDER_WORDS) + r")\b")
 _DOTTED_NAME = re.compile(r"(?<![\w.-])[a-z0-9_-]*[a-z_][a-z0-9_-]*\.[a-z_][a-z0-9._-]*[a-z0-9_]")
+# A clause speaks of tools with these words; a dotted name elsewhere may be a domain ("example.com").
+_TOOL_WORDS = re.compile(r"\b(?:tools?|call|calls|calling|invoke|invokes|invoking)\b")
+# Beside the word "tool", a key with "_" or "-" in it; any quoted name in a clause about tools.
 _NAMED_TOOL = re.compile(
-    r"\btools?\s+[`'\"]?([a-z0-9][a-z0-9._-]*)|[`'\"]?([a-z0-9][a-z0-9._-]*)[`'\"]?\s+tools?\b"
+    r"\btools?\s+([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])|([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])\s+tools?\b"
 )
+_QUOTED = re.compile(r"[`'\"]([a-z0-9][a-z0-9._-]*)[`'\"]")
 _TAGS = re.compile(
     r"\b(?:tagged(?:\s+with)?|(?:the\s+)?tags?|labell?ed(?:\s+with)?)\s+"
     r"(?P<tags>[`'\"]?[a-z0-9][a-z0-9_.:/-]*[`'\"]?(?:(?:\s*,\s*|\s+and\s+|\s*,\s*and\s+)[`'\"]?"
@@ -75,7 +85,7 @@ _TEMPERATURE = re.compile(
     r"(?P<number>\d+(?:\.\d+)?)(?P<after>\s+or\s+(?:less|lower|below))?"
 )
 _MAX_TOKENS = re.compile(
-    r"(?P<before>\b(?:max(?:imum)?)[\s_-]*)?\b(?:output\s+)?tokens?\b(?P<gap>[^0-9]{0,40}?)"
+    r"(?:(?P<before>\bmax(?:imum)?)[\s_-]*|\b)(?:output\s+)?tokens?\b(?P<gap>[^0-9]{0,40}?)"
     r"(?P<number>\d[\d,_]*)(?P<after>\s+or\s+(?:less|fewer|lower|below))?"
 )
 _TOKENS_AFTER_NUMBER = re.compile(
@@ -105,6 +115,8 @@ class Requirement:
     violate: Callable[[Sample], None]
     # The failing example's name: what the violating sample does.
     violation: str
+    # Where it holds when the instructions set different rules for different environments.
+    environments: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -116,15 +128,25 @@ class Recognised:
 
 
 def recognise(instructions: str) -> Recognised:
-    """The asks recognised in the instructions, clause by clause, and the environments they name."""
-    requirements: list[Requirement] = []
-    unrecognised = []
-    for clause in _clauses(instructions):
-        found = _requirements_in(clause.lower())
-        requirements += found
-        if not found:
-            unrecognised.append(clause)
-    return Recognised(_distinct(requirements), unrecognised, environments_named(instructions))
+    """The asks recognised in the instructions, clause by clause, and the environments they name.
+
+    Where clauses name different environments ("production agents only use azure; staging agents
+    only use openai"), or some name one and others none, each ask holds in its own environments
+    only; otherwise the scope says where the whole policy applies and the asks need not."""
+    recognised = [
+        (clause, named, _requirements_in(clause.lower())) for clause, named in _clauses(instructions)
+    ]
+    spoken_of = {tuple(named) for _, named, found in recognised if found}
+    per_environment = len(spoken_of) > 1
+    requirements = [
+        _only_in(requirement, named) if per_environment and named else requirement
+        for _, named, found in recognised
+        for requirement in found
+    ]
+    unrecognised = [clause for clause, _, found in recognised if not found]
+    # An ask that names no environment, beside asks that do, holds in every environment.
+    scope = EnvironmentScope() if per_environment and () in spoken_of else environments_named(instructions)
+    return Recognised(_distinct(requirements), unrecognised, scope)
 
 
 def environments_named(instructions: str) -> EnvironmentScope:
@@ -132,11 +154,7 @@ def environments_named(instructions: str) -> EnvironmentScope:
     text = instructions.lower()
     if _PROTECTED.search(text):
         return EnvironmentScope(match="protected")
-    names: list[str] = []
-    for found in _ENVIRONMENT.finditer(text):
-        name = found["word"] or found["named"]
-        if name not in NOT_ENVIRONMENT_NAMES and name not in names:
-            names.append(name)
+    names = _names_in(text)
     return EnvironmentScope(match="names", names=names) if names else EnvironmentScope()
 
 
@@ -145,9 +163,33 @@ def condition_of(requirements: list[Requirement]) -> str | None:
     return " && ".join(r.condition for r in requirements) or None
 
 
-def _clauses(text: str) -> list[str]:
-    parts = (part.strip(" ,-*•\t") for part in _CLAUSE_END.split(text))
-    return [part for part in parts if any(c.isalnum() for c in part)]
+def _clauses(text: str) -> list[tuple[str, list[str]]]:
+    """Each clause with the environments it speaks of: those it names, else those named earlier in
+    its sentence ("production agents only use azure and must keep temperature ≤ 0.3": both)."""
+    clauses = []
+    for sentence in _SENTENCE_END.split(text):
+        named: list[str] = []
+        for part in _AND_THEN.split(sentence):
+            clause = part.strip(" ,-*•\t")
+            if any(c.isalnum() for c in clause):
+                named = _names_in(clause.lower()) or named
+                clauses.append((clause, named))
+    return clauses
+
+
+def _names_in(text: str) -> list[str]:
+    found = (match["word"] or match["named"] for match in _ENVIRONMENT.finditer(text))
+    return _unique(name for name in found if name not in NOT_ENVIRONMENT_NAMES)
+
+
+def _only_in(requirement: Requirement, names: list[str]) -> Requirement:
+    """The requirement holding in the named environments only."""
+    return replace(
+        requirement,
+        statement=f"In {_said(names, 'and')}: {requirement.statement}",
+        condition=f"(!(environment.name in {_cel_list(names)}) || {requirement.condition})",
+        environments=tuple(names),
+    )
 
 
 def _requirements_in(clause: str) -> list[Requirement]:
@@ -253,18 +295,23 @@ def _set_provider(
 
 @dataclass(frozen=True)
 class Cap:
-    limit: float
+    limit: int | float
     # Strictly below the limit ("under 0.5") rather than at most ("≤ 0.5").
     strict: bool
 
 
 def _cap(found: re.Match[str]) -> Cap | None:
-    words = f"{found['before'] or ''} {found['gap']} {found['after'] or ''}"
-    limit = float(found["number"].replace(",", "").replace("_", ""))
-    if _AT_MOST.search(words) or found["after"]:
+    """The cap a match says: the words between the setting and the number decide first ("max
+    tokens under 4000" is strict), then "max …" before it or "… or less" after it."""
+    groups = found.groupdict()
+    number = found["number"].replace(",", "").replace("_", "")
+    limit = float(number) if "." in number else int(number)
+    if _AT_MOST.search(found["gap"]):
         return Cap(limit, strict=False)
-    if _BELOW.search(words):
+    if _BELOW.search(found["gap"]):
         return Cap(limit, strict=True)
+    if groups.get("before") or groups.get("after"):
+        return Cap(limit, strict=False)
     return None
 
 
@@ -278,26 +325,19 @@ def _temperature_cap(clause: str) -> Requirement | None:
 
 def _max_tokens_cap(clause: str) -> Requirement | None:
     found = _MAX_TOKENS.search(clause) or _TOKENS_AFTER_NUMBER.search(clause)
-    if found is None:
+    cap = _cap(found) if found else None
+    if cap is None:
         return None
-    groups = found.groupdict()
-    words = f"{groups.get('before') or ''} {found['gap']} {groups.get('after') or ''}"
-    limit = int(found["number"].replace(",", "").replace("_", ""))
-    if _AT_MOST.search(words) or groups.get("after"):
-        cap = Cap(limit, strict=False)
-    elif _BELOW.search(words):
-        cap = Cap(limit, strict=True)
-    else:
-        return None
-    return _capped_setting("max_tokens", "max tokens", cap, exceeding=limit * 2)
+    return _capped_setting("max_tokens", "max tokens", cap, exceeding=int(cap.limit) * 2)
 
 
 def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requirement:
     """A provider config setting kept at or below a limit. A missing setting breaks the rule: the
     provider's own default (temperature 1, no output limit) is what a cap is written against."""
-    limit = int(cap.limit) if cap.limit == int(cap.limit) else cap.limit
+    limit = cap.limit
     operator, said = ("<", f"below {limit}") if cap.strict else ("<=", f"at or below {limit}")
-    within = limit / 2 if cap.strict else limit
+    # A value the sample may keep: the limit itself, or just under it when the cap is strict.
+    within = limit if not cap.strict else limit / 2 if isinstance(limit, float) else limit - 1
 
     def comply(sample: Sample) -> None:
         current = sample["agent"]["providerConfig"].get(key)
@@ -320,9 +360,12 @@ def _capped_setting(key: str, words: str, cap: Cap, *, exceeding: float) -> Requ
 
 
 def _tools(clause: str, forbids: bool) -> Requirement | None:
-    named = [a or b for a, b in _NAMED_TOOL.findall(clause) if (a or b) not in {"any", "the", "a", "no"}]
-    refs = _unique([*(found.group() for found in _DOTTED_NAME.finditer(clause)), *named])
-    if not forbids or not refs:
+    if not forbids or not _TOOL_WORDS.search(clause):
+        return None
+    named = [a or b for a, b in _NAMED_TOOL.findall(clause)]
+    dotted = [found.group() for found in _DOTTED_NAME.finditer(clause)]
+    refs = _unique([*dotted, *named, *_QUOTED.findall(clause)])
+    if not refs:
         return None
     listed = _cel_list(refs)
 
@@ -345,7 +388,10 @@ def _tags(clause: str, forbids: bool) -> Requirement | None:
     found = _TAGS.search(clause)
     if found is None:
         return None
-    tags = _unique(tag.strip("`'\"") for tag in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", found["tags"]))
+    listed = (tag.strip("`'\"") for tag in re.split(r"\s*,\s*(?:and\s+)?|\s+and\s+", found["tags"]))
+    tags = _unique(tag for tag in listed if tag not in NOT_TAGS)
+    if not tags:
+        return None
     # "owner" is met by "owner" or "owner:<anything>": tags often carry a value.
     carries = [f'agent.tags.exists(t, t == "{tag}" || t.startsWith("{tag}:"))' for tag in tags]
 
@@ -389,7 +435,3 @@ def _cel_list(items: list[str]) -> str:
 
 def _said(items: list[str], joiner: str = "or") -> str:
     return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {joiner} {items[-1]}"
-
-
-def copied(sample: Sample) -> Sample:
-    return copy.deepcopy(sample)

@@ -17,10 +17,11 @@ the same structure whoever wrote it:
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import ValidationError
@@ -33,7 +34,7 @@ from api.governance import (
     PolicyExample,
     PolicyScope,
 )
-from service.governance.asks import Recognised, Sample, condition_of, copied, environments_named, recognise
+from service.governance.asks import Recognised, Sample, condition_of, environments_named, recognise
 from service.governance.checks import CheckInvalid, compile_check, run_check, validate_message
 from service.providers.adapters import Completion
 
@@ -58,7 +59,7 @@ DEFAULT_RATIONALE = {
     "identity": "Keeps every action attributable to a known identity with only the access it needs.",
 }
 
-# Environments that stand for production when the instructions name none.
+# The environment a sample agent is deployed to when the instructions name none.
 SAMPLE_ENVIRONMENT = "production"
 NOTHING_RECOGNISED = (
     "No check drafted: none of the common asks (allowed or denied models and providers, "
@@ -67,10 +68,9 @@ NOTHING_RECOGNISED = (
 )
 
 
-def sample_input(environments: EnvironmentScope) -> Sample:
-    """An agent as it would be deployed to an environment the rule speaks of: the CEL input
-    `{agent, environment, deployment}` the examples start from."""
-    environment = environments.names[0] if environments.names else SAMPLE_ENVIRONMENT
+def sample_input(environment: str = SAMPLE_ENVIRONMENT, *, protected: bool = True) -> Sample:
+    """An agent as it would be deployed to an environment: the CEL input `{agent, environment,
+    deployment}` the examples start from."""
     return {
         "agent": {
             "stableKey": "support-triage",
@@ -80,9 +80,9 @@ def sample_input(environments: EnvironmentScope) -> Sample:
             "providerConfig": {"model": "gpt-4o", "temperature": 0.2, "max_tokens": 1024},
             "tags": ["support", "customer-facing"],
             "tools": [{"ref": "kb.search"}],
-            "prompts": [{"name": "system", "reference": "prompts:/triage", "version": 3}],
+            "prompts": [{"name": "system", "reference": "acme/prompts/triage@production", "version": "3"}],
         },
-        "environment": {"name": environment, "protected": True, "target": "webhook"},
+        "environment": {"name": environment, "protected": protected, "target": "webhook"},
         "deployment": {"actor": "operator@example.com", "viaChangeRequest": False, "action": "deploy"},
     }
 
@@ -109,7 +109,7 @@ has() before reading an optional providerConfig key);
 with "expect" "pass" (the check is true) or "fail"; at least one of each.
 
 The input (an example):
-{json.dumps(sample_input(EnvironmentScope()), indent=2)}"""
+{json.dumps(sample_input(), indent=2)}"""
 
 
 # A statement that forbids, and the words that say so (removed when it becomes "MUST NOT …").
@@ -240,8 +240,8 @@ def model_checked_draft(
         return checked_answer(answers[1].text, scope), answers
     except DraftRejected as second:
         draft = second.draft or CheckedDraft(rule_text=answers[1].text.strip(), scope=scope)
-        notice = f"The model's draft failed its own tests twice; the last time: {second.reason}"
-        return CheckedDraft(**{**draft.__dict__, "notice": notice}), answers
+        notice = f"The model's draft was rejected twice; the second time: {second.reason}"
+        return replace(draft, notice=notice), answers
 
 
 def retry_prompt(prompt: str, answer: str, reason: str) -> str:
@@ -284,7 +284,7 @@ def checked_answer(text: str, scope: PolicyScope) -> CheckedDraft:
         failures.append("the examples need at least one expected pass and one expected fail")
     if failures:
         raise DraftRejected("; ".join(failures), draft)
-    return CheckedDraft(**{**draft.__dict__, "tested": True})
+    return replace(draft, tested=True)
 
 
 def failing_examples(check: str, examples: list[PolicyExample]) -> list[str]:
@@ -314,14 +314,28 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _examples(recognised: Recognised) -> list[PolicyExample]:
-    complying = sample_input(recognised.environments)
-    for requirement in recognised.requirements:
-        requirement.comply(complying)
-    examples = [PolicyExample(name="complies", input=complying, expect="pass")]
-    for requirement in recognised.requirements:
-        breaking = copied(complying)
-        requirement.violate(breaking)
-        examples.append(PolicyExample(name=requirement.violation, input=breaking, expect="fail"))
+    """An agent that complies, and one breaking each ask; in each environment named when the asks
+    differ by environment."""
+    scope = recognised.environments
+    guarded = list(dict.fromkeys(name for r in recognised.requirements for name in r.environments))
+    per_environment = bool(guarded)
+    names = guarded or scope.names[:1] or [SAMPLE_ENVIRONMENT]
+    examples = []
+    for name in names:
+        applying = [r for r in recognised.requirements if not r.environments or name in r.environments]
+        complying = sample_input(name, protected=scope.match == "protected" or name == SAMPLE_ENVIRONMENT)
+        for requirement in applying:
+            requirement.comply(complying)
+        where = f" in {name}" if per_environment else ""
+        examples.append(PolicyExample(name=f"complies{where}", input=complying, expect="pass"))
+        # An ask that holds everywhere breaks once, in the first environment.
+        for requirement in applying:
+            if requirement.environments or name == names[0]:
+                breaking = copy.deepcopy(complying)
+                requirement.violate(breaking)
+                examples.append(
+                    PolicyExample(name=f"{requirement.violation}{where}", input=breaking, expect="fail")
+                )
     return examples
 
 
