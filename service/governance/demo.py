@@ -50,8 +50,8 @@ def _example(name: str, expect: str, **agent: Any) -> dict[str, Any]:
 # policies, would be refused; warn and audit show in the compliance view all the same.
 DEMO_CHECKS: dict[str, dict[str, Any]] = {
     "Cite sources in answers": {
-        "check": "double(agent.providerConfig.temperature) <= 0.3",
-        "message": "Customer-facing answers need a temperature of at most 0.3 to stay with their sources",
+        "check": "double(agent.providerConfig.temperature) <= 0.2",
+        "message": "Customer-facing answers need a temperature of at most 0.2 to stay with their sources",
         "enforcement": "warn",
         "scope": {"agents": {"match": "tags", "tags": ["customer-facing"]}},
         "examples": [

@@ -7,7 +7,16 @@ from __future__ import annotations
 import pytest
 
 from api import OrgdeckClient
-from tests.browser.conftest import assert_no_exception, choose, go, open_page, running_console, settle, shoot
+from tests.browser.conftest import (
+    assert_no_exception,
+    choose,
+    go,
+    grid_cells,
+    open_page,
+    running_console,
+    settle,
+    shoot,
+)
 from tests.test_deployments import versioned_agent, wait_for_end
 
 pytestmark = pytest.mark.browser
@@ -81,3 +90,12 @@ def test_author_denies_operator_is_refused_then_an_exception_lets_it_through(
     with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
         (job, *_) = admin.deployments.jobs().items
         assert wait_for_end(admin, job.id).status == "complete"
+
+
+def test_the_demo_shows_compliance_on_first_start(page, console_url):
+    open_page(page, console_url, "governance", "Compliance", "Every violation")
+    assert_no_exception(page)
+    assert page.locator("[data-testid=stPlotlyChart]").count() == 1
+    cells = grid_cells(page)
+    assert "Cite sources in answers" in cells and "warn" in cells
+    shoot(page, "governance-compliance-demo")
