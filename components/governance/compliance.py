@@ -9,7 +9,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from api.governance import Compliance, ComplianceViolation
-from components.charts import GREEN, PLOT_CONFIG
+from components.charts import GREEN, LIGHT, PLOT_CONFIG
 from components.connection import client
 from components.feedback import attempt, plain
 from components.formatting import ago
@@ -29,19 +29,49 @@ def compliance_figure(compliance: Compliance) -> go.Figure:
     policies = list(dict.fromkeys((cell.policy_id, cell.policy_name) for cell in compliance.matrix))
     environments = list(dict.fromkeys(cell.environment_name for cell in compliance.matrix))
     counts = {(cell.policy_id, cell.environment_name): cell.violations for cell in compliance.matrix}
+    # A cell where no agent of the policy's scope runs has nothing to comply: grey, not green.
+    idle = {
+        (cell.policy_id, cell.environment_name)
+        for cell in compliance.matrix
+        if not cell.violations + cell.compliant
+    }
     y = [name for _, name in policies]
     grid = [[counts.get((policy_id, env)) for env in environments] for policy_id, _ in policies]
+    idle_grid = [[(policy_id, env) in idle for env in environments] for policy_id, _ in policies]
     custom = [[[policy_id, env] for env in environments] for policy_id, _ in policies]
     hovers = [
-        [_hover(name, env, count) for env, count in zip(environments, line, strict=True)]
-        for (_, name), line in zip(policies, grid, strict=True)
+        [
+            _hover(name, env, None if quiet else count)
+            for env, count, quiet in zip(environments, line, idle_line, strict=True)
+        ]
+        for (_, name), line, idle_line in zip(policies, grid, idle_grid, strict=True)
     ]
     figure = go.Figure()
     figure.add_trace(
         go.Heatmap(
             x=environments,
             y=y,
-            z=[[1 if count == 0 else None for count in line] for line in grid],
+            z=[[1 if quiet else None for quiet in line] for line in idle_grid],
+            colorscale=[[0, LIGHT], [1, LIGHT]],
+            showscale=False,
+            customdata=custom,
+            hovertext=hovers,
+            hoverinfo="text",
+            xgap=2,
+            ygap=2,
+        )
+    )
+    figure.add_trace(
+        go.Heatmap(
+            x=environments,
+            y=y,
+            z=[
+                [
+                    1 if count == 0 and not quiet else None
+                    for count, quiet in zip(line, idle_line, strict=True)
+                ]
+                for line, idle_line in zip(grid, idle_grid, strict=True)
+            ],
             colorscale=[[0, GREEN], [1, GREEN]],
             showscale=False,
             customdata=custom,
@@ -81,7 +111,7 @@ def compliance_figure(compliance: Compliance) -> go.Figure:
 
 def _hover(policy: str, environment: str, count: int | None) -> str:
     if count is None:
-        return f"{policy} · {environment}: not in scope"
+        return f"{policy} · {environment}: no agent it applies to runs here"
     if count == 0:
         return f"{policy} · {environment}: every agent complies"
     return f"{policy} · {environment}: {count} violation{'s' if count != 1 else ''}; click for the agents"
@@ -139,7 +169,7 @@ def compliance_view() -> None:
     st.header("Compliance")
     st.caption(
         "Every policy with a check against what runs now in every environment. Green: every agent "
-        "complies; red: agents in violation (darker is more)."
+        "complies; red: agents in violation (darker is more); light grey: none of its agents runs there."
     )
     compliance = attempt("load compliance", client().policies.compliance)
     if compliance is None:

@@ -91,10 +91,13 @@ def test_compliance_heatmap_and_drill_down_to_the_violating_agents(console, serv
     app = console(PAGE)
     [chart] = app.get("plotly_chart")
     figure = json.loads(chart.proto.spec)
-    violating = figure["data"][1]
+    idle, compliant, violating = figure["data"]
     assert violating["y"] == ["No gpt-3.5"] and set(violating["x"]) == {"staging", "production"}
     cells = dict(zip(violating["x"], violating["z"][0], strict=True))
     assert cells["staging"] == 1 and cells["production"] is None
+    # Nothing runs in production: grey, neither compliant nor violating.
+    assert dict(zip(idle["x"], idle["z"][0], strict=True)) == {"staging": None, "production": 1}
+    assert compliant["z"] == [[None, None]]
     assert "Every violation" in texts(app)
     app.session_state[OPENED] = (policy.id, "staging")
     ran(app)
