@@ -27,7 +27,7 @@ AGENT_MATCHES = {"all": "All agents", "tags": "With a tag", "fleets": "In a flee
 EXPECTATIONS = ("pass", "fail")
 EXAMPLE_COLUMNS = ("Name", "Input", "Expect")
 INPUT_EXAMPLE = '{"agent": {"model": "gpt-4o", "tags": []}, "environment": {"name": "production"}}'
-CHECK_PLACEHOLDER = "agent.model != 'gpt-3.5-turbo' && agent.providerConfig.temperature <= 0.3"
+CHECK_PLACEHOLDER = "e.g. agent.model != 'gpt-3.5-turbo' && agent.providerConfig.temperature <= 0.3"
 # The check is code: a monospace text area, as wide as the rule text beside it.
 _STYLE = "<style>[class*='st-key-'][class*='_check'] textarea {font-family: monospace;}</style>"
 
@@ -174,7 +174,9 @@ def check_pane(key: str, fields: FormFields) -> None:
     fields.text_area(
         "check", key=f"{key}_check", height=160, placeholder=CHECK_PLACEHOLDER, label="Check (CEL)"
     )
-    fields.text_input("message", key=f"{key}_message", placeholder="Production agents must not use gpt-3.5")
+    fields.text_input(
+        "message", key=f"{key}_message", placeholder="e.g. Production agents must not use gpt-3.5"
+    )
 
 
 def scope_controls(
@@ -269,7 +271,9 @@ def enforcement_selector(key: str, fields: FormFields, refusal: str | None) -> N
     """Audit, warn or deny as three buttons, the chosen one filled; deny disabled while `refusal`."""
     state = st.session_state
     if refusal and state[f"{key}_enforcement"] == "deny":
-        st.warning(plain(refusal) + " It stays at deny only until it is saved.", icon=":material/block:")
+        st.warning(
+            f"Deny is chosen but cannot refuse anything yet. {plain(refusal)}", icon=":material/block:"
+        )
     st.markdown("**Enforcement**")
     row = st.container(horizontal=True)
     for enforcement in ENFORCEMENTS:
