@@ -28,7 +28,7 @@ from api.common import (
 )
 from api.deployments import EnvironmentId, SigningKeyRequest
 from api.environments import EnvironmentFields, SetSecret
-from api.governance import UpdatePolicy
+from api.governance import CreatePolicyException, UpdatePolicy
 from api.resource import Resource, body
 from api.tools import RecordToolDeployment
 
@@ -77,6 +77,12 @@ class PolicyUpdateChange(UpdatePolicy):
     """A policy change request's payload changing an existing policy."""
 
     policy_id: str = Field(max_length=40)
+
+
+class PolicyExceptionChange(CreatePolicyException):
+    """A policy change request's payload granting an exception (where policies need approval)."""
+
+    exception: Literal[True]
 
 
 class PolicyDeleteChange(OrgScoped):

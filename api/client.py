@@ -20,7 +20,7 @@ from api.deployments import DeploymentsResource
 from api.environments import EnvironmentsResource
 from api.errors import ApiError, ConnectionFailed, error_for_status
 from api.fleets import FleetsResource
-from api.governance import PoliciesResource, PolicyExceptionsResource
+from api.governance import PoliciesResource
 from api.headers import RETRY_AFTER_HEADER, retry_after_seconds
 from api.members import MembersResource
 from api.notifications import NotificationsResource
@@ -68,7 +68,6 @@ class OrgdeckClient:
         self.tool_deployments = ToolDeploymentsResource(self)
         self.providers = ProvidersResource(self)
         self.policies = PoliciesResource(self)
-        self.policy_exceptions = PolicyExceptionsResource(self)
         self.notifications = NotificationsResource(self)
         self.deployments = DeploymentsResource(self)
         self.change_requests = ChangeRequestsResource(self)

@@ -6,7 +6,6 @@ from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, StringConstraints
-from pydantic.alias_generators import to_camel
 
 from api.approvals import ChangeRequestRef
 from api.common import (
@@ -183,15 +182,6 @@ class PolicyDraft(Record):
     builtin: bool = Field(description="True when the built-in template drafter wrote it (no model called).")
     notice: str | None = None
     latency_ms: int
-    check: str | None = Field(None, description="The CEL check drafted with the rule; null when none was.")
-    message: str | None = None
-    enforcement: Enforcement | None = Field(
-        None, description="Suggested: by severity once the examples pass; audit while they fail."
-    )
-    scope: PolicyScope = Field(
-        default_factory=PolicyScope, description="Suggested: the environments the instructions name."
-    )
-    examples: list[PolicyExample] = Field(default_factory=list, description="At least one pass and one fail.")
 
 
 class CreatePolicy(OrgScoped):
@@ -366,7 +356,7 @@ class PoliciesResource(Resource):
         examples: list[dict[str, Any]] | None = None,
         org_slug: str | None = None,
     ) -> PolicyWithVersions:
-        """Save a policy; `scope` and `examples` in wire form (camelCase keys)."""
+        """Save a policy; `scope` and `examples` in wire form (camelCase), as the policy's own."""
         payload = body(
             CreatePolicy,
             org_slug=self._org(org_slug),
@@ -379,7 +369,7 @@ class PoliciesResource(Resource):
             check=check,
             message=message,
             enforcement=enforcement,
-        ) | _wire(scope=scope, examples=examples)
+        ) | _given(scope=scope, examples=examples)
         answer = self._client.request("POST", "/governance/policies", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -411,12 +401,10 @@ class PoliciesResource(Resource):
 
     def update(self, policy_id: str, *, org_slug: str | None = None, **changes: Any) -> PolicyWithVersions:
         """Change the given fields (name, description, category, severity, rule_text, check, message,
-        enforcement, scope, examples); `check=None` or `message=None` removes it."""
-        removed = {
-            to_camel(name): None for name in ("check", "message") if name in changes and changes[name] is None
-        }
-        wired = _wire(**{name: changes.pop(name) for name in ("scope", "examples") if name in changes})
-        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes) | wired | removed
+        enforcement, and scope and examples in wire form); `check=None` or `message=None` removes it."""
+        removed = {name: None for name in ("check", "message") if name in changes and changes[name] is None}
+        given = _given(**{name: changes.pop(name) for name in ("scope", "examples") if name in changes})
+        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes) | given | removed
         answer = self._client.request("PATCH", f"/governance/policies/{policy_id}", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -424,6 +412,12 @@ class PoliciesResource(Resource):
         params = {"orgSlug": self._org(org_slug)}
         answer = self._client.request("DELETE", f"/governance/policies/{policy_id}", params=params)
         return Policy.model_validate(answer)
+
+    def test(self, policy_id: str, *, org_slug: str | None = None) -> PolicyTestResult:
+        """Run a saved policy's examples and say what it flags of what runs now."""
+        params = {"orgSlug": self._org(org_slug)}
+        answer = self._client.request("POST", f"/governance/policies/{policy_id}/test", params=params)
+        return PolicyTestResult.model_validate(answer)
 
     def test_check(
         self,
@@ -434,20 +428,13 @@ class PoliciesResource(Resource):
         scope: dict[str, Any] | None = None,
         org_slug: str | None = None,
     ) -> PolicyTestResult:
-        """Run an unsaved check on its examples and on what runs now (POST /governance/policies/test)."""
-        payload = body(
-            TestPolicyCheck,
-            org_slug=self._org(org_slug),
-            check=check,
-            message=message,
-        ) | _wire(scope=scope, examples=examples)
+        """Run an unsaved check on its examples and on what runs now; nothing is saved. `examples`
+        and `scope` are in wire form (camelCase), as the policy's own."""
+        payload = body(TestPolicyCheck, org_slug=self._org(org_slug), check=check, message=message)
+        payload |= {
+            key: value for key, value in (("examples", examples), ("scope", scope)) if value is not None
+        }
         answer = self._client.request("POST", "/governance/policies/test", json=payload)
-        return PolicyTestResult.model_validate(answer)
-
-    def test(self, policy_id: str, *, org_slug: str | None = None) -> PolicyTestResult:
-        """Run a saved policy's examples and say what it flags of what runs now."""
-        params = {"orgSlug": self._org(org_slug)}
-        answer = self._client.request("POST", f"/governance/policies/{policy_id}/test", params=params)
         return PolicyTestResult.model_validate(answer)
 
     def compliance(self, *, org_slug: str | None = None) -> Compliance:
@@ -455,14 +442,7 @@ class PoliciesResource(Resource):
         params = {"orgSlug": self._org(org_slug)}
         return Compliance.model_validate(self._client.request("GET", "/governance/compliance", params=params))
 
-
-def _wire(**fields: Any) -> dict[str, Any]:
-    """Fields given already in wire form (scope, examples), as sent: the service validates them."""
-    return {to_camel(name): value for name, value in fields.items() if value is not None}
-
-
-class PolicyExceptionsResource(Resource):
-    def create(
+    def create_exception(
         self,
         policy_id: str,
         reason: str,
@@ -472,7 +452,7 @@ class PolicyExceptionsResource(Resource):
         environment_name: str | None = None,
         org_slug: str | None = None,
     ) -> PolicyException:
-        """Let deployments through a deny policy for an agent, an environment or both until `expires_at`."""
+        """Let deployments through a deny policy until `expires_at` (at most 90 days ahead)."""
         payload = body(
             CreatePolicyException,
             org_slug=self._org(org_slug),
@@ -485,15 +465,19 @@ class PolicyExceptionsResource(Resource):
         answer = self._client.request("POST", "/governance/exceptions", json=payload)
         return PolicyException.model_validate(answer)
 
-    def list(
+    def exceptions(
         self, *, limit: int | None = None, offset: int | None = None, org_slug: str | None = None
     ) -> Page[PolicyException]:
-        """Exceptions newest first, revoked and expired ones included."""
         params = {"orgSlug": self._org(org_slug), "limit": limit, "offset": offset}
         answer = self._client.request("GET", "/governance/exceptions", params=params)
         return Page[PolicyException].model_validate(answer)
 
-    def revoke(self, exception_id: str, *, org_slug: str | None = None) -> PolicyException:
+    def revoke_exception(self, exception_id: str, *, org_slug: str | None = None) -> PolicyException:
         params = {"orgSlug": self._org(org_slug)}
         answer = self._client.request("DELETE", f"/governance/exceptions/{exception_id}", params=params)
         return PolicyException.model_validate(answer)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """Fields already in wire form (scope, examples), sent as given: the service validates them."""
+    return {name: value for name, value in fields.items() if value is not None}

@@ -168,6 +168,12 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
 
     policy = walk.write("createPolicy", lambda: c.policies.create("no-secrets", "Never log secrets."))
     walk.write("updatePolicy", lambda: c.policies.update(policy.id, rule_text="Never log secrets, ever."))
+    tomorrow = datetime.now(UTC) + timedelta(days=1)
+    granted = walk.write(
+        "createException",
+        lambda: c.policies.create_exception(policy.id, "A last release", tomorrow, agent_stable_key="triage"),
+    )
+    walk.write("revokeException", lambda: c.policies.revoke_exception(granted.id))
     walk.write("deletePolicy", lambda: c.policies.delete(policy.id))
 
     walk_change_requests(walk, environment.id)
@@ -219,7 +225,15 @@ def document_writes(server) -> set[str]:
     reads sent as POST (lists, previews, drafting, connection tests)."""
     # The first document is built on demand: on a busy machine that takes longer than the default 5 s.
     document = httpx.get(f"{server.url}/openapi.json", timeout=60).json()
-    reads = {"listAgents", "listEnvironments", "previewDeployment", "generatePolicyPrompt", "testProvider"}
+    reads = {
+        "listAgents",
+        "listEnvironments",
+        "previewDeployment",
+        "generatePolicyPrompt",
+        "testProvider",
+        "testPolicy",
+        "testUnsavedPolicy",
+    }
     return {
         operation["operationId"]
         for item in document["paths"].values()

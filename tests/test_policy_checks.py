@@ -16,6 +16,7 @@ from sqlalchemy import select
 from api import OrgdeckClient
 from api.errors import Forbidden
 from service.events.models import EventRow
+from service.governance.models import PolicyExceptionRow
 from tests.conftest import Org
 from tests.test_changes import Team
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
@@ -229,11 +230,20 @@ def test_scope_by_environment_tag_and_fleet(http, org, client, scope_kind):
         assert [v["agent"] for v in flagged_inside] == ["in"] == [v["agent"] for v in flagged_outside]
 
 
-def test_an_exception_lets_a_deny_through_until_revoked(http, org, client):
+def test_an_exception_lets_a_deny_through_until_revoked(http, org, client, db):
     environment = client.environments.create("production").id
     versioned_agent(client, "old", model="gpt-3.5-turbo")
     policy = save_policy(http, org).json()
     assert deploy(http, org, environment, ["old"]).status_code == 403
+    # The denial is on record although nothing was deployed: an audit event and an event.
+    (denied,) = [e for e in client.audit.list(limit=100).items if e.action == "policyDenied"]
+    assert (denied.target.type, denied.target.id) == ("policy", policy["id"])
+    assert denied.changes["agentStableKeys"] == ["old"]
+    with db.session() as session:
+        events = session.scalars(select(EventRow).where(EventRow.type == "policy.violation")).all()
+        refusals = [e.payload for e in events if e.payload["violations"][0]["policyId"] == policy["id"]]
+    assert [(p["refused"], p["violations"][0]["agent"]) for p in refusals] == [(True, "old")]
+    assert client.deployments.jobs(environment_id=environment).items == []
     expires = datetime.now(UTC) + timedelta(days=7)
     body = {
         "orgSlug": org.slug,
@@ -349,3 +359,52 @@ def test_a_change_request_cannot_be_approved_into_a_deny_violation(http, org, cl
     assert applied.status == "applied"
     job = client.deployments.job(applied.result["jobId"])
     assert [v.exception_id is not None for v in job.violations] == [True]
+
+
+def test_an_exception_is_a_reviewed_change_where_policies_need_approval(http, org, client, team):
+    environment = client.environments.create("production").id
+    versioned_agent(client, "old", model="gpt-3.5-turbo")
+    policy = save_policy(http, org).json()
+    client.settings.update(policy_approval_required=True)
+    ops, author = team.member("ops", "operator"), team.member("ana", "author")
+    asked = {
+        "policyId": policy["id"],
+        "agentStableKey": "old",
+        "reason": "One more release",
+        "expiresAt": (datetime.now(UTC) + timedelta(days=2)).isoformat(),
+    }
+    direct = http.post("governance/exceptions", json={"orgSlug": org.slug, **asked}, headers=org.headers)
+    assert direct.status_code == 403 and direct.json()["code"] == "approval_required"
+
+    opened = ops.change_requests.open("policy", {**asked, "exception": True}, "Release train")
+    assert opened.preview["action"] == "exception" and "agent old" in opened.target
+    assert deploy(http, org, environment, ["old"]).status_code == 403
+    applied = author.change_requests.approve(opened.id)
+    assert applied.status == "applied"
+    listed = http.get("governance/exceptions", params={"orgSlug": org.slug}, headers=org.headers).json()
+    assert [(e["id"], e["createdBy"]) for e in listed["items"]] == [
+        (applied.result["exceptionId"], "ops@example.com")
+    ]
+    assert deploy(http, org, environment, ["old"]).status_code == 200
+
+
+def test_compliance_counts_a_violation_again_once_its_exception_expires(http, org, client, db):
+    environment = client.environments.create("production").id
+    versioned_agent(client, "old", model="gpt-3.5-turbo")
+    assert wait_for_end(client, client.deployments.deploy(environment, ["old"]).id).status == "complete"
+    policy = save_policy(http, org).json()
+    body = {
+        "orgSlug": org.slug,
+        "policyId": policy["id"],
+        "environmentName": "production",
+        "reason": "Retiring next week",
+        "expiresAt": (datetime.now(UTC) + timedelta(days=7)).isoformat(),
+    }
+    exception = http.post("governance/exceptions", json=body, headers=org.headers).json()
+    assert compliance(http, org)["matrix"][0]["violations"] == 0
+    with db.session(write=True) as session:
+        row = session.get(PolicyExceptionRow, exception["id"])
+        row.expires_at = datetime.now(UTC) - timedelta(minutes=1)
+    report = compliance(http, org)
+    assert report["matrix"][0]["violations"] == 1
+    assert [(v["agent"], v["enforcement"]) for v in report["violations"]] == [("old", "deny")]

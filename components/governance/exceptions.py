@@ -99,7 +99,7 @@ def grant_form(policies: list[Policy], environment_names: list[str], agent_keys:
         )
         return
     try:
-        granted = client().policy_exceptions.create(
+        granted = client().policies.create_exception(
             policy.id,
             reason.strip(),
             datetime.combine(expires, time(23, 59), tzinfo=UTC),
@@ -118,7 +118,7 @@ def exceptions_section(policies: list[Policy], environment_names: list[str], age
         "A time-boxed exception lets deployments of an agent, or to an environment, through a deny "
         "policy; every use is recorded in the audit trail."
     )
-    listed = attempt("list the exceptions", client().policy_exceptions.list)
+    listed = attempt("list the exceptions", client().policies.exceptions)
     names = {policy.id: policy.name for policy in policies}
     if listed is not None and listed.items:
         chosen = chosen_row(
@@ -136,7 +136,7 @@ def exceptions_section(policies: list[Policy], environment_names: list[str], age
             )
         ):
             try:
-                client().policy_exceptions.revoke(exception.id)
+                client().policies.revoke_exception(exception.id)
             except ApiError as error:
                 show_error(error, "revoke the exception")
             else:

@@ -29,7 +29,7 @@ from service.agents.models import AgentRow
 from service.deployments import service as deployments
 from service.deployments.models import AgentDeploymentRow
 from service.environments.models import EnvironmentRow
-from service.errors import Forbidden
+from service.errors import RefusalOnRecord
 from service.events.service import record_event
 from service.governance.checks import (
     CheckInput,
@@ -45,15 +45,22 @@ from service.redaction.objects import redacted
 from service.storage.db import utcnow
 
 
-class PolicyViolation(Forbidden):
-    """A deployment that breaks a deny policy, with no live exception for it."""
+class PolicyViolation(RefusalOnRecord):
+    """A deployment that breaks a deny policy, with no live exception for it. The denial is on
+    record: an audit event `policyDenied` and a `policy.violation` event."""
 
     code = "policy_violation"
+    audit_action = "policyDenied"
 
-    def __init__(self, violations: Sequence[Violation]) -> None:
+    def __init__(self, violations: Sequence[Violation], *, org_id: str, deployment: dict[str, Any]) -> None:
         named = "; ".join(f"{v.policy_name} ({v.agent}): {v.message}" for v in violations)
         super().__init__(f"Refused by policy: {named}")
         self.violations = list(violations)
+        self.org_id, self.deployment = org_id, deployment
+
+    def record_refusal(self, session: Session) -> Violation:
+        announce(session, org_id=self.org_id, deployment=self.deployment, violations=self.violations)
+        return self.violations[0]
 
     def details(self) -> list[dict[str, Any]]:
         return [
@@ -252,17 +259,27 @@ def check_deployment(
     found = violations(policies, subjects, environment, deployment, live_exceptions(session, org_id=org_id))
     refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
     if enforce and refused:
-        raise PolicyViolation(refused)
+        raise PolicyViolation(refused, org_id=org_id, deployment=deployment)
     noticed = [v for v in found if v.enforcement != "audit"]
     if enforce and noticed:
-        payload = {
-            "environmentName": environment.name,
-            "action": deployment["action"],
-            "actor": deployment["actor"],
-            "violations": [v.model_dump(mode="json", by_alias=True) for v in noticed],
-        }
-        record_event(session, org_id=org_id, type="policy.violation", payload=payload)
+        announce(session, org_id=org_id, deployment=deployment, violations=noticed)
     return found
+
+
+def announce(
+    session: Session, *, org_id: str, deployment: dict[str, Any], violations: Sequence[Violation]
+) -> None:
+    """The `policy.violation` event of a deployment's warn and deny outcomes (`refused` says which
+    deployments did not go ahead)."""
+    refused = any(v.enforcement == "deny" and v.exception_id is None for v in violations)
+    payload = {
+        "environmentName": violations[0].environment_name,
+        "action": deployment["action"],
+        "actor": deployment["actor"],
+        "refused": refused,
+        "violations": [v.model_dump(mode="json", by_alias=True) for v in violations],
+    }
+    record_event(session, org_id=org_id, type="policy.violation", payload=payload)
 
 
 def running_subjects(

@@ -1,7 +1,8 @@
 """Policy exceptions: a time-boxed pass through a deny policy for an agent, an environment or both.
 
-Where the organization requires approval of policies, an exception is a change of policy too and
-is refused here (ApprovalRequired): it is asked for through a change request."""
+Where the organization requires approval of policies, an exception is a change of policy too: it is
+asked for through a change request of kind `policy` whose payload is this body with
+`"exception": true`, and granted when that is approved."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from datetime import timedelta
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session
 
+from api.approvals import ChangeRequestRef
 from api.governance import CreatePolicyException
 from service.errors import InvalidInput, NotFound
 from service.governance.models import PolicyExceptionRow
@@ -20,9 +22,19 @@ LONGEST_EXCEPTION = timedelta(days=90)
 
 
 def create_exception(
-    session: Session, *, org_id: str, request: CreatePolicyException, created_by: str
+    session: Session,
+    *,
+    org_id: str,
+    request: CreatePolicyException,
+    created_by: str,
+    change_request: ChangeRequestRef | None = None,
 ) -> PolicyExceptionRow:
-    require_review_of_policies(session, org_id=org_id)
+    """Grant an exception; where the organization requires approval of policies, only an approved
+    change request does (`change_request`, kind `policy` with `"exception": true`)."""
+    if change_request is None:
+        require_review_of_policies(
+            session, org_id=org_id, payload='this request\'s body with "exception": true'
+        )
     policy = get_policy(session, org_id=org_id, policy_id=request.policy_id)
     if request.agent_stable_key is None and request.environment_name is None:
         raise InvalidInput(

@@ -327,13 +327,16 @@ def delete_policy(
     return policy
 
 
-def require_review_of_policies(session: Session, *, org_id: str) -> None:
+def require_review_of_policies(
+    session: Session, *, org_id: str, payload: str = "this request's body"
+) -> None:
     """The rule that sends a policy's change to review: the organization requires approval of them."""
     if session.scalar(select(OrganizationRow.policy_approval_required).where(OrganizationRow.id == org_id)):
         raise ApprovalRequired(
             rule="This organization requires approval of new policies and policy changes",
             kind="policy",
             field="orgSlug",
+            payload=payload,
         )
 
 

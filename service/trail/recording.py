@@ -8,9 +8,10 @@ secret fields and credentials in free-form objects redacted (service/redaction/o
 their host. The target is what the route returned: its type, id and name; a record without an id
 of its own names what it belongs to (a signing key its environment, a recovery its channel), and
 the organization's settings name the organization. A request that fails writes nothing, its event
-included; a request that changed nothing (a list, a preview, a PATCH or PUT equal to what is
-stored) leaves none: only a net change of a row counts as a write, not an attribute set to the
-value it had.
+included, but for a refusal that is itself on record (service.errors.RefusalOnRecord: a deployment
+a deny policy refuses), whose event is written after the refused work is rolled back; a request
+that changed nothing (a list, a preview, a PATCH or PUT equal to what is stored) leaves none: only
+a net change of a row counts as a write, not an attribute set to the value it had.
 
 A change applied by an approved change request is on record as its direct call would be
 (`record_applied`): the same action, target and fields, its requester the actor, naming the request

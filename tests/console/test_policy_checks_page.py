@@ -206,7 +206,7 @@ def test_exceptions_granted_listed_and_revoked(console, server, org):
     ran(app)
     assert "Granted an exception to **No gpt-3.5**" in texts(app), texts(app)
     with org_client(server, org) as orgdeck:
-        [granted] = orgdeck.policy_exceptions.list().items
+        [granted] = orgdeck.policies.exceptions().items
     assert (granted.environment_name, granted.live) == ("staging", True)
     assert granted.expires_at > datetime.now(UTC) + timedelta(days=6)
 
@@ -216,7 +216,7 @@ def test_exceptions_granted_listed_and_revoked(console, server, org):
     ran(app)
     assert "Revoked the exception to **No gpt-3.5**." in texts(app)
     with org_client(server, org) as orgdeck:
-        [revoked] = orgdeck.policy_exceptions.list().items
+        [revoked] = orgdeck.policies.exceptions().items
     assert not revoked.live
 
 
