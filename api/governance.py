@@ -182,6 +182,15 @@ class PolicyDraft(Record):
     builtin: bool = Field(description="True when the built-in template drafter wrote it (no model called).")
     notice: str | None = None
     latency_ms: int
+    check: str | None = Field(None, description="The CEL check drafted with the rule; null when none was.")
+    message: str | None = None
+    enforcement: Enforcement | None = Field(
+        None, description="Suggested: by severity once the examples pass; audit while they fail."
+    )
+    scope: PolicyScope = Field(
+        default_factory=PolicyScope, description="Suggested: the environments the instructions name."
+    )
+    examples: list[PolicyExample] = Field(default_factory=list, description="At least one pass and one fail.")
 
 
 class CreatePolicy(OrgScoped):

@@ -24,82 +24,46 @@ ROW_HEIGHT = 44
 
 
 def compliance_figure(compliance: Compliance) -> go.Figure:
-    """Policies down, environments across; a compliant cell is green, a violating one red by count.
-    Each cell's policy id and environment name come back as a selected point's `customdata`."""
+    """Policies down, environments across; a compliant cell is green, a violating one red by count,
+    one where none of the policy's agents runs light grey. Each cell's policy id and environment name
+    come back as a selected point's `customdata`."""
     policies = list(dict.fromkeys((cell.policy_id, cell.policy_name) for cell in compliance.matrix))
     environments = list(dict.fromkeys(cell.environment_name for cell in compliance.matrix))
-    counts = {(cell.policy_id, cell.environment_name): cell.violations for cell in compliance.matrix}
-    # A cell where no agent of the policy's scope runs has nothing to comply: grey, not green.
-    idle = {
-        (cell.policy_id, cell.environment_name)
+    # A cell where no agent of the policy's scope runs has nothing to comply with: None, not 0.
+    counts = {
+        (cell.policy_id, cell.environment_name): cell.violations if cell.violations + cell.compliant else None
         for cell in compliance.matrix
-        if not cell.violations + cell.compliant
     }
-    y = [name for _, name in policies]
     grid = [[counts.get((policy_id, env)) for env in environments] for policy_id, _ in policies]
-    idle_grid = [[(policy_id, env) in idle for env in environments] for policy_id, _ in policies]
-    custom = [[[policy_id, env] for env in environments] for policy_id, _ in policies]
-    hovers = [
-        [
-            _hover(name, env, None if quiet else count)
-            for env, count, quiet in zip(environments, line, idle_line, strict=True)
-        ]
-        for (_, name), line, idle_line in zip(policies, grid, idle_grid, strict=True)
-    ]
+    cells = {
+        "x": environments,
+        "y": [name for _, name in policies],
+        "customdata": [[[policy_id, env] for env in environments] for policy_id, _ in policies],
+        "hovertext": [
+            [_hover(name, env, count) for env, count in zip(environments, line, strict=True)]
+            for (_, name), line in zip(policies, grid, strict=True)
+        ],
+        "hoverinfo": "text",
+        "xgap": 2,
+        "ygap": 2,
+    }
     figure = go.Figure()
+    for colour, shown in ((LIGHT, lambda count: count is None), (GREEN, lambda count: count == 0)):
+        flat = [[1 if shown(count) else None for count in line] for line in grid]
+        figure.add_trace(go.Heatmap(z=flat, colorscale=[[0, colour], [1, colour]], showscale=False, **cells))
     figure.add_trace(
         go.Heatmap(
-            x=environments,
-            y=y,
-            z=[[1 if quiet else None for quiet in line] for line in idle_grid],
-            colorscale=[[0, LIGHT], [1, LIGHT]],
-            showscale=False,
-            customdata=custom,
-            hovertext=hovers,
-            hoverinfo="text",
-            xgap=2,
-            ygap=2,
-        )
-    )
-    figure.add_trace(
-        go.Heatmap(
-            x=environments,
-            y=y,
-            z=[
-                [
-                    1 if count == 0 and not quiet else None
-                    for count, quiet in zip(line, idle_line, strict=True)
-                ]
-                for line, idle_line in zip(grid, idle_grid, strict=True)
-            ],
-            colorscale=[[0, GREEN], [1, GREEN]],
-            showscale=False,
-            customdata=custom,
-            hovertext=hovers,
-            hoverinfo="text",
-            xgap=2,
-            ygap=2,
-        )
-    )
-    figure.add_trace(
-        go.Heatmap(
-            x=environments,
-            y=y,
-            z=[[count if count else None for count in line] for line in grid],
+            z=[[count or None for count in line] for line in grid],
             colorscale=VIOLATION_SCALE,
             zmin=1,
-            customdata=custom,
-            hovertext=hovers,
-            hoverinfo="text",
             text=[[str(count) if count else "" for count in line] for line in grid],
             texttemplate="%{text}",
             colorbar={"title": {"text": "Violations"}, "thickness": 12},
-            xgap=2,
-            ygap=2,
+            **cells,
         )
     )
     figure.update_layout(
-        height=120 + ROW_HEIGHT * len(y),
+        height=120 + ROW_HEIGHT * len(policies),
         margin={"l": 10, "r": 10, "t": 10, "b": 10},
         yaxis={"autorange": "reversed", "automargin": True},
         xaxis={"side": "top", "automargin": True},
