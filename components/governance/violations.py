@@ -20,11 +20,6 @@ ENFORCEMENT_LABELS = {
     "warn": "warn (goes ahead, shown and recorded)",
     "audit": "audit (recorded only)",
 }
-ENFORCEMENT_ICONS = {
-    "deny": ":red[:material/block:]",
-    "warn": ":orange[:material/warning:]",
-    "audit": ":grey[:material/visibility:]",
-}
 ENFORCEMENT_COLUMN = "Enforcement"
 
 
