@@ -182,6 +182,15 @@ class PolicyDraft(Record):
     builtin: bool = Field(description="True when the built-in template drafter wrote it (no model called).")
     notice: str | None = None
     latency_ms: int
+    check: str | None = Field(None, description="The CEL check drafted with the rule; null when none was.")
+    message: str | None = None
+    enforcement: Enforcement | None = Field(
+        None, description="Suggested: by severity once the examples pass; audit while they fail."
+    )
+    scope: PolicyScope = Field(
+        default_factory=PolicyScope, description="Suggested: the environments the instructions name."
+    )
+    examples: list[PolicyExample] = Field(default_factory=list, description="At least one pass and one fail.")
 
 
 class CreatePolicy(OrgScoped):
@@ -349,8 +358,14 @@ class PoliciesResource(Resource):
         category: str | None = None,
         severity: str | None = None,
         drafted_with: str | None = None,
+        check: str | None = None,
+        message: str | None = None,
+        enforcement: str | None = None,
+        scope: dict[str, Any] | None = None,
+        examples: list[dict[str, Any]] | None = None,
         org_slug: str | None = None,
     ) -> PolicyWithVersions:
+        """Save a policy; `scope` and `examples` in wire form (camelCase), as the policy's own."""
         payload = body(
             CreatePolicy,
             org_slug=self._org(org_slug),
@@ -360,7 +375,10 @@ class PoliciesResource(Resource):
             category=category,
             severity=severity,
             drafted_with=drafted_with,
-        )
+            check=check,
+            message=message,
+            enforcement=enforcement,
+        ) | _given(scope=scope, examples=examples)
         answer = self._client.request("POST", "/governance/policies", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -391,8 +409,11 @@ class PoliciesResource(Resource):
         return PolicyWithVersions.model_validate(answer)
 
     def update(self, policy_id: str, *, org_slug: str | None = None, **changes: Any) -> PolicyWithVersions:
-        """Change the given fields (name, description, category, severity, rule_text)."""
-        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes)
+        """Change the given fields (name, description, category, severity, rule_text, check, message,
+        enforcement, and scope and examples in wire form); `check=None` or `message=None` removes it."""
+        removed = {name: None for name in ("check", "message") if name in changes and changes[name] is None}
+        given = _given(**{name: changes.pop(name) for name in ("scope", "examples") if name in changes})
+        payload = body(UpdatePolicy, org_slug=self._org(org_slug), **changes) | given | removed
         answer = self._client.request("PATCH", f"/governance/policies/{policy_id}", json=payload)
         return PolicyWithVersions.model_validate(answer)
 
@@ -464,3 +485,8 @@ class PoliciesResource(Resource):
         params = {"orgSlug": self._org(org_slug)}
         answer = self._client.request("DELETE", f"/governance/exceptions/{exception_id}", params=params)
         return PolicyException.model_validate(answer)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """Fields already in wire form (scope, examples), sent as given: the service validates them."""
+    return {name: value for name, value in fields.items() if value is not None}

@@ -353,6 +353,12 @@ def test_policies_draft(orgdeck, api, org):
     assert text.returncode == 0, text.stderr
     assert "Title: secrets" in text.stdout
     assert "Drafted with" in text.stderr
+    capped = orgdeck("policies", "draft", "--instructions", "Keep temperature at most 0.3.")
+    assert capped.stdout.startswith("Title: Keep temperature at most 0.3")
+    assert "Check: has(agent.providerConfig.temperature) && agent.providerConfig.temperature <= 0.3" in (
+        capped.stderr
+    )
+    assert "Enforcement: deny · 1 passing and 1 failing examples" in capped.stderr
     drafted = orgdeck.json(
         "policies", "draft", "--instructions", "Never reveal API keys.", "--severity", "warning"
     )

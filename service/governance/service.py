@@ -42,9 +42,9 @@ from service.governance.checks import (
 from service.governance.drafting import (
     DRAFT_MAX_TOKENS,
     SYSTEM_PROMPT,
-    builtin_draft,
-    drafting_prompt,
+    builtin_checked_draft,
     headed,
+    model_checked_draft,
     restated,
     title_of,
 )
@@ -99,34 +99,54 @@ def drafting_target(
 
 
 def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> PolicyDraft:
-    """Write the draft. Takes no session: a slow provider holds no database transaction."""
+    """Write the draft, its check tested on its examples. Takes no session: a slow provider holds no
+    database transaction."""
     started = time.monotonic()
     usage = None
     drafted_with = target.drafted_with
     if target.endpoint is None:
-        text = builtin_draft(request)
+        checked = builtin_checked_draft(request)
+        notice = " ".join(filter(None, [BUILTIN_NOTICE, checked.notice]))
     else:
-        answer = _ask(target, request=request, settings=settings)
-        text = answer.text.strip()
+        checked, answers = model_checked_draft(
+            lambda prompt: _ask(target, prompt=prompt, settings=settings), request
+        )
+        notice = checked.notice
         # The model the provider says answered: an alias like gpt-4o names a dated snapshot there.
-        drafted_with = drafted_with.model_copy(update={"model": answer.model})
-        if answer.input_tokens is not None or answer.output_tokens is not None:
-            usage = TokenUsage(
-                input_tokens=answer.input_tokens,
-                output_tokens=answer.output_tokens,
-                total_tokens=answer.total_tokens,
-            )
+        drafted_with = drafted_with.model_copy(update={"model": answers[-1].model})
+        usage = _usage(answers)
     return PolicyDraft(
-        name=title_of(text, request),
+        name=title_of(checked.rule_text, request),
         description=request.description,
         category=request.category,
         severity=request.severity,
-        rule_text=text,
+        rule_text=checked.rule_text,
         drafted_with=drafted_with,
         usage=usage,
         builtin=target.endpoint is None,
-        notice=BUILTIN_NOTICE if target.endpoint is None else None,
+        notice=notice,
         latency_ms=round((time.monotonic() - started) * 1000),
+        check=checked.check,
+        message=checked.message,
+        enforcement=checked.enforcement(request.severity),
+        scope=checked.scope,
+        examples=checked.examples,
+    )
+
+
+def _usage(answers: list[Completion]) -> TokenUsage | None:
+    """The tokens of every call a draft took, when the provider reports them."""
+    reported = [a for a in answers if a.input_tokens is not None or a.output_tokens is not None]
+    if not reported:
+        return None
+
+    def total(counts: list[int | None]) -> int | None:
+        return None if all(c is None for c in counts) else sum(c or 0 for c in counts)
+
+    return TokenUsage(
+        input_tokens=total([a.input_tokens for a in reported]),
+        output_tokens=total([a.output_tokens for a in reported]),
+        total_tokens=total([a.total_tokens for a in reported]),
     )
 
 
@@ -370,9 +390,8 @@ def _system_target(key: str, settings: Settings) -> DraftingTarget:
     return DraftingTarget(drafted_with=drafted_with, endpoint=entry.endpoint(), operator_configured=True)
 
 
-def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> Completion:
+def _ask(target: DraftingTarget, *, prompt: str, settings: Settings) -> Completion:
     assert target.endpoint is not None
-    prompt = drafting_prompt(request)
     if target.operator_configured:
         return complete(
             target.endpoint,
