@@ -245,6 +245,7 @@ def test_phrasings(instructions, check):
     "instructions",
     [
         "Never send PHI to external tools.",  # PHI is health data, not a model
+        "Never send customer emails to third-party tools.",  # a kind of tools, not one
         "Agents must not use more than 3 tools.",  # a count, not a tool
         "At this stage, agents with tags must be reviewed.",  # neither an environment nor a tag
         "Temperature at least 0.1.",  # a lower bound

@@ -71,8 +71,9 @@ _DOTTED_NAME = re.compile(r"(?<![\w.-])[a-z0-9_-]*[a-z_][a-z0-9_-]*\.[a-z_][a-z0
 # A clause speaks of tools with these words; a dotted name elsewhere may be a domain ("example.com").
 _TOOL_WORDS = re.compile(r"\b(?:tools?|call|calls|calling|invoke|invokes|invoking)\b")
 # Beside the word "tool", a key with "_" or "-" in it; any quoted name in a clause about tools.
+# Before the plural ("third-party tools", "built-in tools") such a word says what kind of tools.
 _NAMED_TOOL = re.compile(
-    r"\btools?\s+([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])|([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])\s+tools?\b"
+    r"\btools?\s+([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])|([a-z0-9][a-z0-9_-]*[_-][a-z0-9_-]*[a-z0-9])\s+tool\b"
 )
 _QUOTED = re.compile(r"[`'\"]([a-z0-9][a-z0-9._-]*)[`'\"]")
 _TAGS = re.compile(
