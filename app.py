@@ -1,8 +1,10 @@
 """Orgdeck console: `streamlit run app.py`.
 
 With no ORGDECK_API_URL it starts an embedded service with a demo organization and signs in as its
-admin; with one, it is a client of that service, and each person signs in with their own key in
-the sidebar (or the console acts with ORGDECK_API_KEY when it is set).
+admin; with one, it is a client of that service, and each person signs in: with the company's
+identity provider when `[auth]` is configured in .streamlit/secrets.toml (st.login; the person's ID
+token is the console's credential), else with their own key in the sidebar (or the console acts
+with ORGDECK_API_KEY when it is set).
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ import os
 import streamlit as st
 
 from api import ApiError, OrgdeckClient
+from api.constants import API_KEY_PREFIX
 from api.system import Caller
+from api.version import VERSION
 from components import layout
 from components.changes.waiting import menu_title
 from components.connection import Connection, forget_client, set_connection
@@ -43,15 +47,35 @@ def _identify(url: str, api_key: str) -> Caller:
         return client.whoami()
 
 
+def _identity_provider() -> bool:
+    """Whether people sign in with the identity provider: `[auth]` in the console's secrets."""
+    try:
+        return "auth" in st.secrets
+    except FileNotFoundError:  # no secrets file at all
+        return False
+
+
+def _id_token() -> str:
+    """The signed-in person's ID token (`expose_tokens = ["id"]` in `[auth]`), or ""."""
+    if not st.user.is_logged_in:
+        return ""
+    return st.user.tokens.get("id", "")
+
+
 def _connect() -> Connection | None:
     """The service and the signed-in caller: the embedded demo's admin, the key the console was
-    started with (ORGDECK_API_KEY), or the personal key typed into the sidebar's sign-in."""
+    started with (ORGDECK_API_KEY), the person signed in with the identity provider (their ID
+    token), or the personal key typed into the sidebar's sign-in."""
     url = os.environ.get("ORGDECK_API_URL", "").strip()
     embedded = not url
     if embedded:
         url, api_key = _embedded()
+    elif os.environ.get("ORGDECK_API_KEY", "").strip():
+        api_key = os.environ["ORGDECK_API_KEY"].strip()
+    elif _identity_provider():
+        api_key = _id_token()
     else:
-        api_key = os.environ.get("ORGDECK_API_KEY", "").strip() or st.session_state.get(SIGNED_IN_KEY, "")
+        api_key = st.session_state.get(SIGNED_IN_KEY, "")
     if not api_key:
         return None
     try:
@@ -97,12 +121,27 @@ def _sign_in(url: str) -> None:
 
 
 def _record_sign_in(url: str, api_key: str) -> None:
-    """POST /sign-in once per sign-in: the audit trail says who opened the console, and when."""
-    if st.session_state.get(SIGN_IN_RECORDED) == (url, api_key):
+    """POST /sign-in once per sign-in: the audit trail says who opened the console, and when. (An
+    identity provider's token is on the trail from its first request.)"""
+    if st.session_state.get(SIGN_IN_RECORDED) == (url, api_key) or not api_key.startswith(API_KEY_PREFIX):
         return
     with OrgdeckClient(url, api_key, max_retries=1) as client:
         client.sign_in()
     st.session_state[SIGN_IN_RECORDED] = (url, api_key)
+
+
+def _sign_out_of_identity_provider(connection: Connection) -> None:
+    """End the token's session at the service (on the audit trail; the token is refused from now
+    on), then Streamlit's own session."""
+    try:
+        with OrgdeckClient(connection.url, connection.api_key, max_retries=1) as client:
+            client.sign_out()
+    except ApiError:
+        pass  # the token is already refused (expired, signed out): nothing left to end
+    _identify.clear(connection.url, connection.api_key)
+    forget_client(connection.url, connection.api_key, connection.org_slug)
+    set_connection(None)
+    st.logout()
 
 
 def _sign_out(connection: Connection) -> None:
@@ -153,7 +192,9 @@ def _sidebar(connection: Connection | None) -> None:
                 st.page_link(page, width="stretch")
         st.divider()
         if connection is None:
-            if _signs_in():
+            if _signs_in() and _identity_provider():
+                st.button("Sign in", type="primary", width="stretch", key="sign_in_sso", on_click=st.login)
+            elif _signs_in():
                 _sign_in_form(os.environ["ORGDECK_API_URL"].strip())
             else:
                 st.caption("Not connected")
@@ -164,7 +205,15 @@ def _sidebar(connection: Connection | None) -> None:
         )
         mode = "embedded demo service" if connection.embedded else "service"
         st.caption(f"Connected to the {mode} at {connection.url}")
-        if st.session_state.get(SIGNED_IN_KEY):
+        if connection.caller.via == "oidc":
+            st.button(
+                "Sign out",
+                key="sign_out",
+                width="stretch",
+                on_click=_sign_out_of_identity_provider,
+                args=(connection,),
+            )
+        elif st.session_state.get(SIGNED_IN_KEY):
             st.button("Sign out", key="sign_out", width="stretch", on_click=_sign_out, args=(connection,))
 
 
@@ -177,4 +226,5 @@ def _who(caller: Caller) -> str:
 navigation = st.navigation(MENU, position="hidden")
 layout.install()
 _sidebar(connection)
+st.sidebar.caption(f"Orgdeck {VERSION}")
 navigation.run()

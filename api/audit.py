@@ -18,6 +18,13 @@ class AuditActor(Record):
     key_name: str | None = None
     member_id: str | None = None
     member_email: str | None = None
+    via: str | None = Field(
+        None,
+        description="oidc: signed in with the identity provider; workload: a trusted workload's token; else an API key.",
+    )
+    claims: dict[str, Any] | None = Field(
+        None, description="A workload's token claims its conditions matched."
+    )
 
 
 class AuditTarget(Record):

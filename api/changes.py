@@ -10,9 +10,9 @@ approval it needs.
 
 from __future__ import annotations
 
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, SecretStr, model_validator
+from pydantic import Field, SecretStr, StringConstraints, model_validator
 
 from api.approvals import Requester
 from api.common import (
@@ -28,7 +28,8 @@ from api.common import (
 )
 from api.deployments import EnvironmentId, SigningKeyRequest
 from api.environments import EnvironmentFields, SetSecret
-from api.governance import UpdatePolicy
+from api.governance import CreatePolicyException, UpdatePolicy
+from api.members import Role
 from api.resource import Resource, body
 from api.tools import RecordToolDeployment
 
@@ -78,6 +79,12 @@ class PolicyUpdateChange(UpdatePolicy):
     """A policy change request's payload changing an existing policy."""
 
     policy_id: str = Field(max_length=40)
+
+
+class PolicyExceptionChange(CreatePolicyException):
+    """A policy change request's payload granting an exception (where policies need approval)."""
+
+    exception: Literal[True]
 
 
 class PolicyDeleteChange(OrgScoped):
@@ -208,9 +215,40 @@ class CreatedChangeRequest(ChangeRequest):
     )
 
 
+SignInDomains = Annotated[
+    list[
+        Annotated[
+            str,
+            StringConstraints(
+                pattern=r"^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)+$", max_length=253
+            ),
+        ]
+    ],
+    Field(max_length=50),
+]
+GroupRoles = Annotated[
+    dict[Annotated[str, StringConstraints(min_length=1, max_length=200)], Role], Field(max_length=100)
+]
+
+
 class OrgSettings(Record):
     policy_approval_required: bool = Field(description="New policies and policy changes need approval.")
     change_request_ttl_days: int = Field(description="Days an open change request waits before it expires.")
+    sign_in_domains: list[str] = Field(
+        default_factory=list,
+        description="Email domains whose people become members (with signInDefaultRole) the first "
+        "time they sign in with the identity provider; none: only existing members sign in.",
+    )
+    sign_in_default_role: Role = Field(
+        "viewer",
+        description="The role of a member the identity provider provisions, unless a group grants one.",
+    )
+    group_roles: dict[str, Role] = Field(
+        default_factory=dict,
+        description="The identity provider's groups and the role each grants. When set, a person "
+        "signed in with the identity provider acts with the highest role their groups grant (else "
+        "signInDefaultRole), decided again at every request.",
+    )
 
 
 class OrgSettingsUpdate(OrgScoped):
@@ -218,6 +256,9 @@ class OrgSettingsUpdate(OrgScoped):
 
     policy_approval_required: Patch[bool] = None
     change_request_ttl_days: Patch[WholeNumber(1, REQUEST_TTL_MAX_DAYS)] = None
+    sign_in_domains: Patch[SignInDomains] = None
+    sign_in_default_role: Patch[Role] = None
+    group_roles: Patch[GroupRoles] = None
 
 
 class ChangeRequestsResource(Resource):

@@ -26,6 +26,7 @@ from api.members import MembersResource
 from api.notifications import NotificationsResource
 from api.providers import ProvidersResource
 from api.registries import RegistriesResource
+from api.signin import SignInSession, WorkloadIdentitiesResource
 from api.system import Caller, Health, least_roles
 from api.tools import ToolDeploymentsResource, ToolsResource
 
@@ -59,6 +60,7 @@ class OrgdeckClient:
         )
         self.api_keys = ApiKeysResource(self)
         self.members = MembersResource(self)
+        self.workload_identities = WorkloadIdentitiesResource(self)
         self.audit = AuditResource(self)
         self.agents = AgentsResource(self)
         self.fleets = FleetsResource(self)
@@ -98,8 +100,10 @@ class OrgdeckClient:
         """
         method = method.upper()
         all_headers = dict(headers or {})
-        if self.api_key:
+        if self.api_key and self.api_key.startswith(constants.API_KEY_PREFIX):
             all_headers["X-API-Key"] = self.api_key
+        elif self.api_key:
+            all_headers["Authorization"] = f"Bearer {self.api_key}"
         if method in constants.KEYED_METHODS and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER):
             all_headers[constants.IDEMPOTENCY_HEADER] = str(uuid.uuid4())
         retry_safe = method in constants.SAFE_METHODS or _has_header(
@@ -159,6 +163,10 @@ class OrgdeckClient:
     def sign_in(self) -> ApiKey:
         """Record that a person signed in to a console with this key (an audit event); the key."""
         return ApiKey.model_validate(self.request("POST", "/sign-in", json={}))
+
+    def sign_out(self) -> SignInSession:
+        """End the session of the identity provider's token this client sends (an audit event)."""
+        return SignInSession.model_validate(self.request("POST", "/sign-out", json={}))
 
 
 def _decode(response: httpx.Response) -> Any:

@@ -20,6 +20,7 @@ from pydantic import (
     PlainSerializer,
     Strict,
     StringConstraints,
+    WithJsonSchema,
 )
 from pydantic.alias_generators import to_camel
 from pydantic.json_schema import JsonSchemaValue
@@ -33,7 +34,13 @@ def format_timestamp(value: datetime) -> str:
     return value.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-Timestamp = Annotated[datetime, PlainSerializer(format_timestamp, return_type=str, when_used="json")]
+# Its schema says what it is (a serializer returning str would say only "string"): generated
+# clients read it as a date and time.
+Timestamp = Annotated[
+    datetime,
+    PlainSerializer(format_timestamp, return_type=str, when_used="json"),
+    WithJsonSchema({"type": "string", "format": "date-time"}),
+]
 
 # An organization's slug: lowercase letters, digits and inner hyphens, as in a URL.
 SLUG_PATTERN = r"^[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?$"

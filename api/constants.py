@@ -14,3 +14,6 @@ SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 KEYED_METHODS = frozenset({"POST", "PATCH"})
 IDEMPOTENCY_HEADER = "Idempotency-Key"
 USER_AGENT = "orgdeck-client/0.1"
+# An Orgdeck API key starts with it and goes in X-API-Key; any other credential (an OpenID Connect
+# token of a person or a pipeline) goes in `Authorization: Bearer`.
+API_KEY_PREFIX = "odk_"

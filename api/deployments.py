@@ -17,6 +17,7 @@ from api.agents import PromptReferenceName, StableKey
 from api.approvals import ChangeRequestRef
 from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
 from api.constants import IDEMPOTENCY_HEADER
+from api.governance import Violation
 from api.resource import Resource, body
 
 JobStatus = Literal["pending", "running", "complete", "error", "partial"]
@@ -107,6 +108,11 @@ class DeploymentPreview(Record):
     warnings: list[PreviewWarning] = Field(
         default=[], description="Why deploying this would be refused; empty when it can go ahead."
     )
+    violations: list[Violation] = Field(
+        default=[],
+        description="Policies the agents would break, each with its enforcement; a deny one without "
+        "an exception refuses the deploy.",
+    )
 
 
 class AgentResult(Record):
@@ -129,6 +135,11 @@ class DeploymentJob(Record):
     agents: list[AgentResult]
     change_request: ChangeRequestRef | None = Field(
         None, description="For a job an approved change request started: who asked and who approved."
+    )
+    violations: list[Violation] = Field(
+        default=[],
+        description="Policies its agents broke that it went ahead through: audit, warn, or deny under "
+        "a live exception (exceptionId).",
     )
 
 

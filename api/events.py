@@ -15,6 +15,7 @@ EventType = Literal[
     "deployment.partial",
     "change_request.opened",
     "change_request.decided",
+    "policy.violation",
 ]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 

@@ -13,7 +13,27 @@ from api.members import Role
 class Health(Record):
     status: Literal["ok", "degraded"]
     database: Literal["ok", "unreachable"]
-    version: str
+    version: str = Field(description="The service's release, e.g. `0.2.0`.")
+
+
+class Liveness(Record):
+    status: Literal["ok"]
+
+
+class ReadinessChecks(Record):
+    database: Literal["ok", "unreachable"]
+    migrations: Literal["ok", "behind", "newer than the code", "unknown"] = Field(
+        description="Whether the schema is at this release's migrations' head (unknown: no database)."
+    )
+    worker: Literal["ok", "stale", "not running"] = Field(
+        description="The in-process worker's last round: recent (ok), too long ago (stale), or no "
+        "worker in this process (not running: ORGDECK_RUN_WORKER=false, which readiness accepts)."
+    )
+
+
+class Readiness(Record):
+    status: Literal["ready", "not ready"]
+    checks: ReadinessChecks
 
 
 class CallerMember(Record):
@@ -33,6 +53,11 @@ class Caller(Record):
     key_role: Role
     member: CallerMember | None = Field(
         None, description="The member of a personal key; none for a service key."
+    )
+    via: str = Field(
+        "key",
+        description="key: an API key; oidc: a person's token from the identity provider (keyId is "
+        "their member id); workload: a trusted workload's token (keyId is the workload's id).",
     )
 
 

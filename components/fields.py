@@ -163,6 +163,28 @@ RULES: dict[str, FieldRule] = {
     "policy.ruleText": FieldRule(
         "Rule text", f"not empty, at most {RULE_TEXT_MAX_LENGTH:,} characters", None, RULE_TEXT_MAX_LENGTH
     ),
+    "policy.check": FieldRule(
+        "Check",
+        "a CEL expression over agent, environment and deployment that is true when they comply",
+        "agent.model != 'gpt-3.5-turbo'",
+    ),
+    "policy.message": FieldRule(
+        "Message", "what is wrong, in words; starting with =, a CEL expression giving the text"
+    ),
+    "policy.enforcement": FieldRule(
+        "Enforcement", "audit, warn or deny; deny needs a check whose examples all pass"
+    ),
+    "policy.examples": FieldRule(
+        "Examples", "each a name, an input JSON object {agent, environment, deployment} and pass or fail"
+    ),
+    "policy.scope": FieldRule("Scope", "environments and agents the policy applies to"),
+    "exception.policyId": FieldRule("Policy", "one of the organization's policies"),
+    "exception.agentStableKey": FieldRule("Agent", "an agent's stable key, or empty for every agent"),
+    "exception.environmentName": FieldRule("Environment", "an environment's name, or empty for every one"),
+    "exception.reason": FieldRule(
+        "Reason", "why the exception is needed, at most 2,000 characters", None, 2000
+    ),
+    "exception.expiresAt": FieldRule("Expires", "a moment in the future, at most 90 days ahead"),
     # Registries
     "registry.name": FieldRule("Name", f"{_SLUG}, at most 63", "support-prompts", 63),
     "registry.description": _description(),

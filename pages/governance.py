@@ -1,9 +1,8 @@
-"""Governance → Policies: draft a rule from instructions with a model, edit it, save it; find,
-edit and compare saved policies."""
+"""Governance: what runs now against every policy (compliance), drafting a rule with its check from
+instructions, the policies with their check, scope, examples and enforcement, and exceptions."""
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
 import pandas as pd
@@ -12,7 +11,14 @@ from pydantic.alias_generators import to_camel
 
 from api import ApiError
 from api.common import MAX_PAGE_SIZE
-from api.governance import BUILTIN_DRAFTER_KEY, CATEGORIES, SEVERITIES, PolicyDraft, PolicyWithVersions
+from api.governance import (
+    BUILTIN_DRAFTER_KEY,
+    CATEGORIES,
+    SEVERITIES,
+    Policy,
+    PolicyDraft,
+    PolicyWithVersions,
+)
 from api.providers import Provider, SystemModel
 from components import layout
 from components.confirm import confirmed
@@ -20,6 +26,10 @@ from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
 from components.formatting import ago
 from components.forms import FormFields
+from components.governance import editor
+from components.governance.compliance import compliance_view
+from components.governance.exceptions import exceptions_section
+from components.governance.versions import versions_panel
 from components.permissions import control
 from components.providers import model_picker
 from components.tables import chosen_row, open_linked, select
@@ -75,6 +85,7 @@ def generate_draft(fields: FormFields) -> None:
     # The draft's column is drawn after this one: its fields take the new draft's values.
     for key, field in DRAFT_FIELDS.items():
         state[key] = getattr(draft, field)
+    editor.seed("draft", draft, overwrite=True)
 
 
 def drafting_form(system_models: list[SystemModel], providers: list[Provider]) -> None:
@@ -145,7 +156,7 @@ def reason_input(key: str) -> str:
     return st.text_input("Reason (for the reviewers)", key=key) if REVIEWED else ""
 
 
-def save_draft(draft: PolicyDraft, fields: FormFields, reason: str) -> None:
+def save_draft(draft: PolicyDraft, fields: FormFields, reason: str, typed: editor.CheckValues) -> None:
     state = st.session_state
     if REVIEWED:
         payload = {
@@ -155,7 +166,7 @@ def save_draft(draft: PolicyDraft, fields: FormFields, reason: str) -> None:
             "category": state["draft_edit_category"],
             "severity": state["draft_edit_severity"],
             "draftedWith": f"{draft.drafted_with.name} / {draft.drafted_with.model}"[:200],
-        }
+        } | {to_camel(field): value for field, value in typed.changes().items() if value is not None}
         if submit_for_approval(payload, reason, fields, f"new policy {payload['name']}"):
             state.pop(DRAFT)
         return
@@ -167,6 +178,7 @@ def save_draft(draft: PolicyDraft, fields: FormFields, reason: str) -> None:
             category=state["draft_edit_category"],
             severity=state["draft_edit_severity"],
             drafted_with=f"{draft.drafted_with.name} / {draft.drafted_with.model}"[:200],
+            **typed.changes(),
         )
     except ApiError as error:
         fields.show(error, "save the policy")
@@ -176,30 +188,38 @@ def save_draft(draft: PolicyDraft, fields: FormFields, reason: str) -> None:
     notify(f"Saved policy **{plain(saved.name)}** as version 1.")
 
 
-def draft_editor() -> None:
+def draft_editor(fields: FormFields) -> None:
     draft: PolicyDraft | None = st.session_state.get(DRAFT)
     if draft is None:
         st.info("The draft appears here, ready to edit. The built-in drafter works offline.")
         return
     used = draft.drafted_with
-    if draft.notice:  # the built-in drafter: no model, no time worth telling
-        st.caption(draft.notice)
-    else:
+    if not draft.builtin:  # the built-in drafter: no model, no time worth telling
         tokens = f" · {draft.usage.total_tokens} tokens" if draft.usage and draft.usage.total_tokens else ""
         st.caption(
             f"Drafted by **{plain(used.name)}** · model `{used.model}` · {draft.latency_ms} ms{tokens}"
         )
-    fields = FormFields("policy")
+    if draft.notice:
+        st.caption(plain(draft.notice))
     policy_fields(fields, key="draft", name_key="draft_title")
-    fields.text_area("ruleText", key="draft_text", label="Draft rule text", height=320)
+    fields.text_area("ruleText", key="draft_text", label="Draft rule text", height=220)
+    editor.check_pane("draft", fields)
+
+
+def draft_check(fields: FormFields) -> None:
+    """The draft's scope, examples and enforcement, under the drafting columns, and its Save."""
+    draft: PolicyDraft | None = st.session_state.get(DRAFT)
+    if draft is None:
+        return
+    typed = editor.check_editor("draft", fields, environment_names, fleet_names)
     reason = reason_input("draft_reason")
     if st.button(
         "Submit for approval" if REVIEWED else "Save as policy",
         type="primary",
         icon=":material/save:",
-        **control("openChangeRequest" if REVIEWED else "createPolicy"),
+        **control("openChangeRequest" if REVIEWED else "createPolicy", disabled=bool(typed.problems)),
     ):
-        save_draft(draft, fields, reason)
+        save_draft(draft, fields, reason, typed)
 
 
 def edit_form(policy: PolicyWithVersions) -> None:
@@ -213,17 +233,23 @@ def edit_form(policy: PolicyWithVersions) -> None:
         ("text", policy.rule_text),
     ):
         st.session_state.setdefault(f"{key}_{field}", value)
-    with st.form(f"edit_{key}"):
-        fields = FormFields("policy")
-        policy_fields(fields, key=key, name_key=f"{key}_name")
-        fields.text_area("ruleText", key=f"{key}_text", label="Rule text", height=260)
-        reason = reason_input(f"{key}_reason")
-        if not st.form_submit_button(
-            "Submit for approval" if REVIEWED else "Save as new version",
-            type="primary",
-            **control("openChangeRequest" if REVIEWED else "updatePolicy"),
-        ):
-            return
+    editor.seed(key, policy)
+    fields = FormFields("policy")
+    policy_fields(fields, key=key, name_key=f"{key}_name")
+    text_col, check_col = layout.panes(f"{key}_rule", 2)
+    with text_col:
+        fields.text_area("ruleText", key=f"{key}_text", label="Rule text", height=220)
+    with check_col:
+        editor.check_pane(key, fields)
+    checked = editor.check_editor(key, fields, environment_names, fleet_names)
+    reason = reason_input(f"{key}_reason")
+    if not st.button(
+        "Submit for approval" if REVIEWED else "Save as new version",
+        type="primary",
+        key=f"{key}_save",
+        **control("openChangeRequest" if REVIEWED else "updatePolicy", disabled=bool(checked.problems)),
+    ):
+        return
     state = st.session_state
     typed = {
         "name": state[f"{key}_name"].strip(),
@@ -231,8 +257,8 @@ def edit_form(policy: PolicyWithVersions) -> None:
         "severity": state[f"{key}_edit_severity"],
         "description": state[f"{key}_edit_description"],
         "rule_text": state[f"{key}_text"],
-    }
-    changes = {field: value for field, value in typed.items() if value != getattr(policy, field)}
+    } | checked.changes()
+    changes = {field: value for field, value in typed.items() if value != editor.saved_value(policy, field)}
     if not changes:
         st.info("Nothing changed: no new version was made.")
         return
@@ -248,45 +274,15 @@ def edit_form(policy: PolicyWithVersions) -> None:
         notify(f"Saved **{plain(updated.name)}**, now at version {updated.version}.")
 
 
-def versions_panel(policy: PolicyWithVersions) -> None:
-    st.markdown("**Versions**")
-    st.dataframe(
-        pd.DataFrame(
-            [
-                {"Version": v.version, "Name": v.name, "Severity": v.severity, "Saved": ago(v.created_at)}
-                for v in policy.versions
-            ]
-        ),
-        hide_index=True,
-        width="stretch",
-    )
-    earlier = policy.versions[1:]
-    if earlier:
-        shown = st.selectbox(
-            "Compare with", earlier, format_func=lambda v: f"version {v.version}", key=f"cmp_{policy.id}"
-        )
-        diff = difflib.unified_diff(
-            shown.rule_text.splitlines(),
-            policy.rule_text.splitlines(),
-            f"version {shown.version}",
-            f"version {policy.version}",
-            lineterm="",
-        )
-        st.code("\n".join(diff) or "Same rule text.", language="diff")
-
-
 def policy_details(policy: PolicyWithVersions) -> None:
     st.subheader(policy.name, divider="gray")
     st.caption(
         f"{policy.category} · {SEVERITY_LABELS[policy.severity]} · version {policy.version} · "
-        f"updated {ago(policy.updated_at)}"
+        f"enforced by {policy.enforcement} · updated {ago(policy.updated_at)}"
         + (f" · drafted with {plain(policy.drafted_with)}" if policy.drafted_with else "")
     )
-    edit_col, versions_col = layout.panes("policy", 2)
-    with edit_col:
-        edit_form(policy)
-    with versions_col:
-        versions_panel(policy)
+    edit_form(policy)
+    versions_panel(policy)
     warning = (
         f"Delete **{plain(policy.name)}** and all {len(policy.versions)} versions? This cannot be undone."
     )
@@ -308,7 +304,7 @@ def policy_details(policy: PolicyWithVersions) -> None:
             notify(f"Deleted policy **{plain(policy.name)}**.")
 
 
-def policies_section() -> None:
+def policies_section() -> list[Policy]:
     st.header("Policies")
     search_col, category_col, severity_col = layout.fields("policy_filters", 3)
     search = search_col.text_input(
@@ -330,13 +326,15 @@ def policies_section() -> None:
         st.info(
             "No policy matches these filters." if filtered else "No policies yet: draft the first one above."
         )
-        return
+        return page.items
     table = pd.DataFrame(
         [
             {
                 "Name": p.name,
                 "Category": p.category,
                 "Severity": p.severity,
+                "Enforcement": p.enforcement,
+                "Check": "yes" if p.check else "",
                 "Version": p.version,
                 "Drafted with": p.drafted_with or "",
                 "Updated": ago(p.updated_at),
@@ -349,26 +347,39 @@ def policies_section() -> None:
     if page.total and page.total > len(page.items):
         st.caption(f"Showing the newest {len(page.items)} of {page.total}.")
     policy_details(load("load the policy", lambda: orgdeck.policies.get(chosen)))
+    return page.items
 
 
 st.title("Governance policies")
 st.caption(
     "Draft a rule for the organization's agents from plain instructions, with the built-in drafter, a "
-    "model the operator offers or one of your own providers; edit it, then save it as a policy."
+    "model the operator offers or one of your own providers; give it a check with examples, try it on "
+    "what runs now, then save it as a policy and choose how it is enforced."
 )
 show_notice()
+environment_names = [e.name for e in load("list environments", orgdeck.environments.list).items]
+fleet_names = {
+    f.id: f.name for f in load("list fleets", lambda: orgdeck.fleets.list(limit=MAX_PAGE_SIZE)).items
+}
+compliance_view()
 
 system_models = load("list the system models", orgdeck.providers.system_models).items
 providers = load("list provider connections", orgdeck.providers.list).items
 if st.session_state.get("draft_system_model") not in system_models:
     st.session_state["draft_system_model"] = next(m for m in system_models if m.key == BUILTIN_DRAFTER_KEY)
 
+st.header("Draft a policy")
+draft_fields = FormFields("policy")
 form_col, draft_col = layout.panes("drafting", 2)
 with form_col:
-    st.subheader("Draft a policy")
     drafting_form(system_models, providers)
 with draft_col:
     st.subheader("Draft")
-    draft_editor()
+    draft_editor(draft_fields)
+draft_check(draft_fields)
 
-policies_section()
+policies = policies_section()
+agent_keys = [
+    a.stable_key for a in load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
+]
+exceptions_section(policies, environment_names, agent_keys)

@@ -17,7 +17,7 @@ from components.changes.waiting import REQUEST_QUERY, awaiting_me
 from components.changes.wording import KIND_LABELS, approvals_text, requester
 from components.charts import STATE_LABELS
 from components.connection import client, current
-from components.feedback import load, plain
+from components.feedback import attempt, load, plain
 from components.formatting import ago
 
 WINDOW_DAYS = 7
@@ -26,6 +26,7 @@ SHOWN = 3
 PAIRS_READ = 20  # agents with pairs needing attention read for the list; the counts cover them all
 TILE_WIDTH = 222
 DEPLOYMENTS, NOTIFICATIONS, CHANGES = "pages/deployments.py", "pages/notifications.py", "pages/changes.py"
+GOVERNANCE = "pages/governance.py"
 
 connection = current()
 orgdeck = client()
@@ -246,6 +247,19 @@ tile(
     query={"state": "error"},
     help="Agents in an environment whose last deployment failed.",
 )
+compliance = attempt("count policy violations", orgdeck.policies.compliance)
+if compliance is not None:
+    enforced = [v for v in compliance.violations if v.enforcement in ("deny", "warn")]
+    denied = sum(v.enforcement == "deny" for v in enforced)
+    tile(
+        states,
+        "Policy violations",
+        len(enforced),
+        "Compliance",
+        page=GOVERNANCE,
+        help=f"Deny and warn policy violations among what runs now ({denied} deny, "
+        f"{len(enforced) - denied} warn); audit-only ones are in the compliance view.",
+    )
 
 awaiting = load("list the changes waiting for your review", awaiting_me)
 attention(awaiting, environments, channels, pairs, failed_jobs, dead)

@@ -1,3 +1,1 @@
 """The Organization Management Service."""
-
-__version__ = "0.1.0"

@@ -68,6 +68,17 @@ class ApprovalRequired(Forbidden):
         self.rule, self.kind = rule, kind
 
 
+class RefusalOnRecord(Forbidden):
+    """A refusal that is itself on record: once the refused work is rolled back, `record_refusal`
+    writes what must be kept of it in a transaction of its own (service.http.routing) and answers
+    what its audit event (`audit_action`) names as its target."""
+
+    audit_action = "refused"
+
+    def record_refusal(self, session: Any) -> Any:
+        raise NotImplementedError
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"

@@ -18,6 +18,7 @@ from service.registries.models import (
     RegistryArtifactVersionRow,
     RegistryRow,
 )
+from service.signin.models import SignInSessionRow, WorkloadIdentityRow
 from service.storage.db import Base
 from service.tools.models import ToolDeploymentHistoryRow, ToolDeploymentRow, ToolRow
 from service.trail.models import AuditEventRow
@@ -53,8 +54,10 @@ __all__ = [
     "RegistryArtifactVersionRow",
     "RegistryRow",
     "SecretRow",
+    "SignInSessionRow",
     "SubscriptionRow",
     "ToolDeploymentHistoryRow",
     "ToolDeploymentRow",
     "ToolRow",
+    "WorkloadIdentityRow",
 ]

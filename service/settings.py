@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import cached_property
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
@@ -40,6 +40,19 @@ class Settings(BaseSettings):
         30.0, gt=0, le=600, description="How long a call to a language-model provider may take."
     )
     log_level: str = "info"
+    log_format: Literal["text", "json"] = Field(
+        "text", description="`text` for a terminal; `json`: one JSON object per line, for a log collector."
+    )
+    access_log: bool | None = Field(
+        None,
+        description="Log one line per request (method, route, status, duration); default: on with the "
+        "json format, off with text (a load balancer in front usually keeps that log already).",
+    )
+    metrics_access: Literal["open", "loopback-or-key", "key"] = Field(
+        "loopback-or-key",
+        description="Who may read /metrics: anyone; callers on this host or with any valid key; "
+        "callers with any valid key.",
+    )
     run_worker: bool = Field(True, description="Run the background worker inside the service process.")
     worker_idle_seconds: float = Field(
         1.0, gt=0, le=60, description="Pause of an idle worker between rounds."
@@ -81,6 +94,30 @@ class Settings(BaseSettings):
         description="How long a webhook channel's previous signing secret still signs after a rotation.",
     )
 
+    oidc_issuer: str | None = Field(
+        None,
+        description="The company identity provider's issuer URL: its tokens sign people in "
+        "(`Authorization: Bearer <ID token>`), verified against its discovery document and JWKS.",
+    )
+    oidc_audience: str | None = Field(
+        None, description="The audience (client id) the identity provider's tokens must name."
+    )
+    oidc_groups_claim: str = Field(
+        "groups", description="The token claim listing a person's groups (mapped to roles per organization)."
+    )
+    oidc_clock_skew_seconds: int = Field(
+        60, ge=0, le=600, description="How far a token's exp, nbf and iat may be off the service's clock."
+    )
+    oidc_timeout_seconds: float = Field(
+        10.0, gt=0, le=60, description="How long a fetch of an issuer's discovery document or JWKS may take."
+    )
+    oidc_jwks_refresh_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="The least time between two fetches of an issuer's JWKS for an unknown key id "
+        "(a flood of tokens with made-up key ids must not become a flood of fetches).",
+    )
+
     @field_validator(
         "encryption_keys",
         "outbound_allow_private",
@@ -102,6 +139,10 @@ class Settings(BaseSettings):
             if url.startswith(plain):
                 return "postgresql+psycopg://" + url.removeprefix(plain)
         return url
+
+    @property
+    def logs_requests(self) -> bool:
+        return self.log_format == "json" if self.access_log is None else self.access_log
 
     @property
     def is_sqlite(self) -> bool:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 
 from service.changes.service import expire_change_requests
@@ -22,6 +23,7 @@ from service.deployments.runner import run_deployment_jobs
 from service.deployments.states import check_due_states
 from service.idempotency.service import expire_keys
 from service.notifications.sender import Sender
+from service.observability import metrics
 from service.settings import Settings
 from service.storage.db import Database
 
@@ -42,6 +44,11 @@ class Worker:
         self.tasks = list(registered_tasks() if tasks is None else tasks)
         self.sender = Sender(db, settings)
         self._stop = threading.Event()
+        self._last_round_at = time.monotonic()
+
+    def silence(self) -> float:
+        """Seconds since the last round ended (readiness: a worker silent too long is stuck)."""
+        return time.monotonic() - self._last_round_at
 
     def run_once(self) -> bool:
         """One round over every task; True when any of them found work."""
@@ -52,6 +59,8 @@ class Worker:
             except Exception:
                 # One failing task must not stop the others; it is retried next round.
                 logger.exception("Worker task %s failed", getattr(task, "__name__", task))
+        self._last_round_at = time.monotonic()
+        metrics.WORKER_ROUNDS.labels(busy=str(busy).lower()).inc()
         return busy
 
     def run(self) -> None:

@@ -31,6 +31,8 @@ from service.runtime.server import ServerThread
 from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
+from tests.oidc_provider import CONSOLE_CLIENT, IdentityProvider, running_provider
+from tests.oidc_provider import missing_part as oidc_provider_missing
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 POSTGRES_URL = os.environ.get("ORGDECK_TEST_DATABASE_URL", "")
@@ -171,6 +173,34 @@ def org(db: Database) -> Org:
 @pytest.fixture
 def other_org(db: Database) -> Org:
     return new_org(db)
+
+
+@pytest.fixture(scope="session")
+def identity_provider() -> Iterator[IdentityProvider]:
+    """The OpenID Connect provider of the sign-in tests (tests/oidc), once per test session."""
+    reason = oidc_provider_missing()
+    if reason is not None:
+        require("The OpenID Connect provider", reason)
+    with running_provider() as provider:
+        yield provider
+
+
+@pytest.fixture(scope="session")
+def signin_server(
+    tmp_path_factory: pytest.TempPathFactory, database_url: str, db, identity_provider: IdentityProvider
+) -> Iterator[ServerThread]:
+    """A service that signs people in with the test identity provider (tests/oidc), beside API keys."""
+    settings = make_settings(
+        tmp_path_factory.mktemp("signin"),
+        database_url,
+        oidc_issuer=identity_provider.issuer,
+        oidc_audience=CONSOLE_CLIENT,
+        oidc_clock_skew_seconds=0,
+        oidc_jwks_refresh_seconds=0,
+    )
+    thread = ServerThread(settings).start()
+    yield thread
+    thread.stop()
 
 
 @pytest.fixture

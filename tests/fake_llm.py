@@ -21,6 +21,28 @@ from service.settings import Settings
 from tests.conftest import make_settings
 
 REPLY = "Title: Keep secrets out of logs\nRules:\n1. MUST NOT log secrets."
+LOGGING_CHECK = '!agent.tools.exists(t, t.ref == "logs.write")'
+
+
+def drafted(rule_text: str = REPLY, check: str = LOGGING_CHECK, **changes: Any) -> str:
+    """A drafting answer as the service asks a model for it: JSON with the rule, a check, a message
+    and examples (a pass with no tools, a fail with logs.write), with `changes` made to it."""
+    agent = {"stableKey": "a", "provider": "openai", "model": "gpt-4o", "providerConfig": {}, "tags": []}
+    environment = {"name": "production", "protected": True, "target": "webhook"}
+    examples = [
+        {
+            "name": "no logging tool",
+            "input": {"agent": {**agent, "tools": []}, "environment": environment},
+            "expect": "pass",
+        },
+        {
+            "name": "writes logs",
+            "input": {"agent": {**agent, "tools": [{"ref": "logs.write"}]}, "environment": environment},
+            "expect": "fail",
+        },
+    ]
+    answer = {"ruleText": rule_text, "check": check, "message": "Writes logs.", "examples": examples}
+    return json.dumps(answer | changes)
 
 
 @dataclass
@@ -39,6 +61,8 @@ class FakeLLM:
     # How to answer: "ok", "malformed", "slow", or an HTTP status to fail with.
     behaviour: str | int = "ok"
     reply: str = REPLY
+    # Answers to give in turn before `reply`, one per request.
+    replies: list[str] = field(default_factory=list)
     slow_seconds: float = 3.0
     error_message: str = "Incorrect API key provided"
 
@@ -48,13 +72,21 @@ class FakeLLM:
         return self.requests[-1]
 
 
+def _next_reply(fake: FakeLLM) -> str:
+    return fake.replies.pop(0) if fake.replies else fake.reply
+
+
 def _openai_answer(fake: FakeLLM, request: Any) -> dict[str, Any]:
     return {
         "id": "chatcmpl-1",
         "object": "chat.completion",
         "model": f"{request.get('model', 'azure-deployment')}-2025-01-01",
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": fake.reply}, "finish_reason": "stop"}
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": _next_reply(fake)},
+                "finish_reason": "stop",
+            }
         ],
         "usage": {"prompt_tokens": 120, "completion_tokens": 45, "total_tokens": 165},
     }
@@ -66,7 +98,7 @@ def _anthropic_answer(fake: FakeLLM, request: Any) -> dict[str, Any]:
         "type": "message",
         "role": "assistant",
         "model": request["model"],
-        "content": [{"type": "text", "text": fake.reply}],
+        "content": [{"type": "text", "text": _next_reply(fake)}],
         "stop_reason": "end_turn",
         "usage": {"input_tokens": 80, "output_tokens": 30},
     }

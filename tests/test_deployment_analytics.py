@@ -502,7 +502,9 @@ def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, sett
         request = DeploymentRequest(
             org_slug=client.org_slug, environment_id=environment, agent_stable_keys=["alpha"]
         )
-        job = deployments.create_job(session, org_id=org_id_of(session, client.org_slug), request=request)
+        job = deployments.create_job(
+            session, org_id=org_id_of(session, client.org_slug), request=request, actor="ops"
+        )
         job.status, job.attempts, job.started_at = "running", MAX_ATTEMPTS, utcnow()
         job.lease_token, job.lease_expires_at = "lease_dead", utcnow() - timedelta(seconds=1)
         given_up = job.id

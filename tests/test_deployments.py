@@ -498,7 +498,7 @@ def _job_left_running(db: Database, org_slug: str, environment: str, *, attempts
         request = DeploymentRequest(
             org_slug=org_slug, environment_id=environment, agent_stable_keys=["alpha"]
         )
-        job = deployments.create_job(session, org_id=org_id, request=request)
+        job = deployments.create_job(session, org_id=org_id, request=request, actor="ops")
         job.status, job.attempts = "running", attempts
         job.started_at = utcnow() - timedelta(minutes=5)
         job.lease_token = "lease_dead"

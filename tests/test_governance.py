@@ -12,7 +12,7 @@ from api.governance import GeneratePolicyPrompt
 from service.governance.demo import DEMO_POLICIES, EXAMPLE_PROVIDER, seed_governance
 from service.governance.drafting import SYSTEM_PROMPT, drafting_prompt
 from tests.conftest import count_rows
-from tests.fake_llm import REPLY, FakeLLM, running_fake_llm, service_with
+from tests.fake_llm import REPLY, FakeLLM, drafted, running_fake_llm, service_with
 
 API_KEY = "sk-governance-0123456789ABCDEFwxyz"
 INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls.\n- No secrets in prompts"
@@ -21,6 +21,7 @@ INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls.\n- No
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with running_fake_llm() as fake:
+        fake.reply = drafted(REPLY)
         yield fake
 
 

@@ -363,6 +363,14 @@ def test_a_moment_in_a_body_beyond_the_calendars_range_is_refused(http, org, cli
     assert_refused(response, field)
 
 
+@pytest.mark.parametrize("value", MOMENT_EDGES)
+def test_an_exceptions_expiry_beyond_the_calendars_range_is_refused(http, org, client, value):
+    policy = client.policies.create("Edge", "Anything.", severity="warning")
+    body = {"orgSlug": org.slug, "policyId": policy.id, "environmentName": "prod", "reason": "r"}
+    body["expiresAt"] = value
+    assert_refused(http.post("governance/exceptions", json=body, headers=org.headers), "expiresAt")
+
+
 def test_every_date_and_moment_the_service_takes_is_bounded_and_in_the_cases_above(http, org):
     """Read from the live document: a date or moment added to any route's query or body must join
     the cases above, or this fails."""
@@ -377,7 +385,8 @@ def test_every_date_and_moment_the_service_takes_is_bounded_and_in_the_cases_abo
                 names = _dated(document, content["schema"], "", set())
                 taken.update((path.removeprefix("/api/"), name) for name in names)
     fields = {(path, name): field for path, name, field in DAY_FILTERS + MOMENT_FILTERS}
-    bodies = {("notifications/channels/{channel_id}/recover", name) for name in ("since", "until")}
+    bodies = {("notifications/channels/{channelId}/recover", name) for name in ("since", "until")}
+    bodies.add(("governance/exceptions", "expiresAt"))
     assert taken == {(path, name) for path, name in fields if "." not in name} | bodies
     for path, name in taken - bodies:
         edge = {"orgSlug": org.slug, name: "0001-01-01T00:00:00+14:00"}

@@ -29,7 +29,7 @@ from service.idempotency.service import (
 from service.storage.crypto import Cipher, DecryptionFailed
 from service.storage.db import Database, utcnow
 from tests.conftest import SESSION_ENCRYPTION_KEY, count_rows, raw_database_contains, wait_for
-from tests.fake_llm import FakeLLM, running_fake_llm
+from tests.fake_llm import FakeLLM, drafted, running_fake_llm
 from tests.test_deployments import versioned_agent
 
 
@@ -193,6 +193,7 @@ def test_without_a_valid_api_key_the_header_changes_nothing(http, org):
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with running_fake_llm() as fake:
+        fake.reply = drafted()  # a draft that passes its own tests: one call per request
         yield fake
 
 

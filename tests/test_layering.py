@@ -155,7 +155,9 @@ def test_the_service_uses_no_client_but_to_seed_demo_data() -> None:
         hit for path in modules_of("service") if path.name not in allowed for hit in client_imports(path)
     ]
     assert found == []
-    assert client_imports(ROOT / "service" / "runtime" / "embedded.py")  # the check sees an import where there is one
+    assert client_imports(
+        ROOT / "service" / "runtime" / "embedded.py"
+    )  # the check sees an import where there is one
 
 
 def service_package_graph() -> dict[str, set[str]]:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from api import OrgdeckClient
+from api.version import VERSION
 from tests.conftest import ROOT
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
@@ -43,11 +44,13 @@ class Orgdeck:
     def __init__(self, env: dict[str, str]) -> None:
         self.env = env
 
-    def __call__(self, *args: str, stdin: str | None = None, **env: str) -> subprocess.CompletedProcess[str]:
+    def __call__(
+        self, *args: str, stdin: str | None = None, cwd: Path = ROOT, **env: str
+    ) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
             [sys.executable, "-m", "api", *args],
-            cwd=ROOT,
-            env={**self.env, **env},
+            cwd=cwd,
+            env={**self.env, "PYTHONPATH": str(ROOT), **env},
             input=stdin,
             capture_output=True,
             text=True,
@@ -226,9 +229,36 @@ def test_deploy_preview_exits_1_when_something_would_change(orgdeck, client, api
     assert "model" in override.stdout and "gpt-4o" in override.stdout
 
     assert orgdeck("deploy", "preview", "nowhere", "support-bot").returncode == 4
-    unknown = orgdeck("deploy", "preview", "production", "ghost")
-    assert unknown.returncode == 1
+    unknown = orgdeck("deploy", "preview", "production", "support-bot", "ghost")
+    assert unknown.returncode == 4
     assert "ghost" in unknown.stderr
+
+
+def test_deploy_preview_shows_policy_violations_and_exits_5_on_a_deny(orgdeck, client, api, org):
+    versioned_agent(client, "support-bot", model="gpt-3.5-turbo")
+    client.environments.create("production")
+    examples = [
+        {"name": "new", "input": {"agent": {"model": "gpt-4o"}}, "expect": "pass"},
+        {"name": "old", "input": {"agent": {"model": "gpt-3.5-turbo"}}, "expect": "fail"},
+    ]
+    policy = {
+        "orgSlug": org.slug,
+        "name": "No retired models",
+        "ruleText": "Agents must not use gpt-3.5.",
+        "check": 'agent.model != "gpt-3.5-turbo"',
+        "message": "gpt-3.5 is retired",
+        "enforcement": "warn",
+        "examples": examples,
+    }
+    saved = api("POST", "governance/policies", json=policy)
+    warned = orgdeck("deploy", "preview", "production", "support-bot", "--exit-code")
+    assert warned.returncode == 1, warned.stderr
+    assert "warn support-bot  No retired models: gpt-3.5 is retired" in warned.stdout
+
+    api("PATCH", f"governance/policies/{saved['id']}", json={"orgSlug": org.slug, "enforcement": "deny"})
+    denied = orgdeck("deploy", "preview", "production", "support-bot", "--exit-code")
+    assert denied.returncode == 5
+    assert "deny support-bot" in denied.stdout
 
 
 def test_deploy_wait_exits_by_how_the_job_ended(orgdeck, client, api, org):
@@ -323,6 +353,12 @@ def test_policies_draft(orgdeck, api, org):
     assert text.returncode == 0, text.stderr
     assert "Title: secrets" in text.stdout
     assert "Drafted with" in text.stderr
+    capped = orgdeck("policies", "draft", "--instructions", "Keep temperature at most 0.3.")
+    assert capped.stdout.startswith("Title: Keep temperature at most 0.3")
+    assert "Check: has(agent.providerConfig.temperature) && agent.providerConfig.temperature <= 0.3" in (
+        capped.stderr
+    )
+    assert "Enforcement: deny · 1 passing and 1 failing examples" in capped.stderr
     drafted = orgdeck.json(
         "policies", "draft", "--instructions", "Never reveal API keys.", "--severity", "warning"
     )
@@ -382,6 +418,17 @@ def test_the_installed_command_needs_nothing_but_the_client(server, org, tmp_pat
     )
     assert ran.returncode == 0, ran.stderr
     assert json.loads(ran.stdout)["orgSlug"] == org.slug
+    # The package is at the one version the service answers too (api/version.py, read by pyproject).
+    assert (site / f"orgdeck-{VERSION}.dist-info").is_dir()
+    version = subprocess.run(
+        [str(site / "bin" / "orgdeck"), "--version"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert version.stdout.strip() == f"orgdeck {VERSION}"
 
 
 def test_the_command_line_loads_no_service_console_or_pandas(orgdeck, client):

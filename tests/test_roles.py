@@ -17,7 +17,7 @@ from api.errors import BadRequest, Forbidden, Unauthorized
 from api.members import ROLES, role_at_least
 from tests.conftest import ROOT, Org
 
-OPEN = {("get", "/api/health")}
+OPEN = {("get", "/api/health"), ("get", "/api/health/live"), ("get", "/api/health/ready")}
 PUBLIC_READS = {
     ("get", "/api/registries/artifacts"),
     ("get", "/api/registries/artifacts/versions"),
@@ -78,7 +78,9 @@ def test_each_route_refuses_roles_below_its_least_and_admits_the_rest(http, docu
 
 def test_the_reference_lists_every_route_with_its_least_role(document):
     reference = (ROOT / "docs" / "reference.md").read_text()
-    table = dict(re.findall(r"^\| `(\w+ /\S+)` \| (viewer|author|operator|admin) \|", reference, re.MULTILINE))
+    table = dict(
+        re.findall(r"^\| `(\w+ /\S+)` \| (viewer|author|operator|admin) \|", reference, re.MULTILINE)
+    )
     declared = {
         f"{method.upper()} {path.removeprefix('/api')}": role
         for (method, path), role in declared_roles(document).items()

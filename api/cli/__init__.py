@@ -5,17 +5,30 @@ Installed as the `orgdeck` command by `pip install .`; from a checkout, `python 
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from api.cli import agents, deploy, policies, prompts
+from api.cli import (
+    access,
+    agents,
+    changes,
+    channels,
+    deploy,
+    environments,
+    fleets,
+    policies,
+    prompts,
+    registries,
+)
 from api.cli.config import DEFAULT_PROFILE, Profile, save_profile
 from api.cli.context import Connection, connection_options, json_option, with_client
-from api.cli.output import exit_code_for, out, print_json, report
+from api.cli.output import EXIT_FAILURE, EXIT_OK, Failure, err, out, print_json
 from api.client import OrgdeckClient
 from api.errors import ApiError
+from api.version import VERSION
 
 EXAMPLES = """\b
 Examples:
@@ -26,20 +39,59 @@ Examples:
   orgdeck status --env production --exit-code
 
 \b
+In a pipeline, without a key: the job's own OpenID Connect token (ORGDECK_OIDC_TOKEN, or
+GitHub Actions' with `id-token: write`, for the audience ORGDECK_OIDC_AUDIENCE) acts as a
+trusted workload of the organization.
+
+\b
 Exit codes: 0 done; 1 failed (or: changes, drift, a failed job); 2 usage (or: timed out);
-3 authentication; 4 not found.
+3 authentication; 4 not found. Under --json an error is {"error": {"code", "message"}} on stdout.
+
+\b
+Completion (bash; zsh and fish alike):
+  eval "$(_ORGDECK_COMPLETE=bash_source orgdeck)"
 """
 
 
 class _Root(click.Group):
-    """Turns the service's errors into its message on stderr and an exit code."""
+    """Turns every error (the service's, a usage error, the command's own) into its message and an
+    exit code: on stderr as text, or under `--json` anywhere on the line as
+    `{"error": {"code", "message"}}` on stdout."""
 
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except ApiError as error:
-            report(error)
-            ctx.exit(exit_code_for(error))
+            raise Failure.of(error) from error
+
+    def main(self, args: Sequence[str] | None = None, *rest: Any, **options: Any) -> Any:
+        arguments = list(sys.argv[1:] if args is None else args)
+        options.pop("standalone_mode", None)
+        try:
+            exit_code = super().main(arguments, *rest, standalone_mode=False, **options)
+        except click.ClickException as error:
+            _show(error, as_json=_asks_for_json(arguments))
+            sys.exit(error.exit_code)
+        except click.Abort:
+            err().print("Aborted.")
+            sys.exit(EXIT_FAILURE)
+        sys.exit(exit_code if isinstance(exit_code, int) else EXIT_OK)
+
+
+def _asks_for_json(arguments: list[str]) -> bool:
+    """`--json` given as an option (before any `--`, after which everything is an argument)."""
+    options = arguments[: arguments.index("--")] if "--" in arguments else arguments
+    return "--json" in options
+
+
+def _show(error: click.ClickException, *, as_json: bool) -> None:
+    failure = error if isinstance(error, Failure) else Failure(error.format_message(), error.exit_code)
+    if as_json:
+        failure.show_json()
+    elif isinstance(error, click.UsageError):
+        error.show()
+    else:
+        failure.show()
 
 
 @click.group(
@@ -47,10 +99,12 @@ class _Root(click.Group):
     epilog=EXAMPLES,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
 )
+@click.version_option(VERSION, "--version", prog_name="orgdeck", message="%(prog)s %(version)s")
 @connection_options
 @click.pass_context
 def cli(ctx: click.Context, api_url: str | None, api_key: str | None, profile: str) -> None:
-    """Publish prompts, preview and run deployments, and check drift on an Orgdeck service."""
+    """Set up an organization (registries, environments, agents, fleets, channels, keys, members),
+    publish prompts, preview and run deployments, review changes and check drift on an Orgdeck service."""
     connection = Connection(api_url=api_url, api_key=api_key, profile=profile)
     ctx.obj = connection
     ctx.call_on_close(connection.close)
@@ -96,12 +150,23 @@ def whoami(client: OrgdeckClient, as_json: bool) -> None:
     out().print(f"{caller.org_slug} ({caller.org_name}), key '{caller.key_name}' at {client.base_url}")
 
 
-cli.add_command(prompts.group)
-cli.add_command(agents.group)
-cli.add_command(deploy.group)
-cli.add_command(deploy.jobs)
-cli.add_command(deploy.status)
-cli.add_command(policies.group)
+for command in (
+    registries.group,
+    prompts.group,
+    environments.group,
+    agents.group,
+    fleets.group,
+    deploy.group,
+    deploy.jobs,
+    deploy.status,
+    changes.group,
+    channels.channels,
+    channels.subscriptions,
+    access.keys,
+    access.members,
+    policies.group,
+):
+    cli.add_command(command)
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -5,13 +5,13 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
-from rich.markup import escape
 
 from api.cli.config import DEFAULT_PROFILE, config_path, load_profile
-from api.cli.output import EXIT_AUTH, EXIT_USAGE, err
+from api.cli.output import EXIT_AUTH, EXIT_USAGE, Failure
+from api.cli.pipeline import PipelineTokenError, pipeline_token
 from api.client import OrgdeckClient
 from api.environments import Environment
 from api.errors import NotFound
@@ -45,7 +45,17 @@ class Connection:
                 EXIT_USAGE,
             )
         if not api_key:
-            fail("No API key: set ORGDECK_API_KEY, pass --api-key, or run `orgdeck login`.", EXIT_AUTH)
+            try:
+                api_key = pipeline_token()
+            except PipelineTokenError as exc:
+                fail(str(exc), EXIT_AUTH)
+        if not api_key:
+            fail(
+                "No API key: set ORGDECK_API_KEY, pass --api-key, or run `orgdeck login`; in a pipeline, "
+                "set ORGDECK_OIDC_TOKEN to the job's OpenID Connect token (GitHub Actions: grant "
+                "`id-token: write`).",
+                EXIT_AUTH,
+            )
         return api_url, api_key
 
     def close(self) -> None:
@@ -53,9 +63,9 @@ class Connection:
             self._client.close()
 
 
-def fail(message: str, code: int) -> None:
-    err().print(f"[bold red]Error:[/] {escape(message)}", soft_wrap=True)
-    raise click.exceptions.Exit(code)
+def fail(message: str, exit_code: int, code: str | None = None) -> NoReturn:
+    """Stop the command: the root prints the message (as JSON under `--json`) and exits so."""
+    raise Failure(message, exit_code, code)
 
 
 def client_of(ctx: click.Context) -> OrgdeckClient:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
-from typing import Any
+from typing import Any, TypeVar
 
 import click
 from rich.markup import escape
@@ -14,6 +14,7 @@ from api.cli.context import fail, json_option, resolve_environment, with_client
 from api.cli.output import (
     EXIT_FAILURE,
     EXIT_OK,
+    EXIT_POLICY_DENIED,
     EXIT_USAGE,
     err,
     out,
@@ -21,6 +22,7 @@ from api.cli.output import (
     shown,
     table,
 )
+from api.cli.records import by_cursor, collect, paged, print_more
 from api.client import OrgdeckClient
 from api.deployments import (
     AGENT_STATES,
@@ -32,6 +34,7 @@ from api.deployments import (
     FieldChange,
     StatusMatrix,
 )
+from api.errors import BadRequest
 
 DEFAULT_WAIT_SECONDS = 600
 POLL_SECONDS = (0.5, 1.0, 2.0)  # quick at first, then every two seconds
@@ -66,6 +69,7 @@ Examples:
   orgdeck deploy preview production support-bot triage --exit-code
   orgdeck deploy production support-bot triage --wait --timeout 600
   orgdeck deploy production support-bot --agent-version support-bot=3 --wait   # roll back
+  orgdeck deploy rollback production support-bot --wait
   orgdeck deploy run preview support-bot   # an environment named "preview"
 """,
 )
@@ -127,6 +131,21 @@ def deployment(
     }
 
 
+Answer = TypeVar("Answer")
+
+
+def with_known_agents(client: OrgdeckClient, agents: tuple[str, ...], call: Callable[[], Answer]) -> Answer:
+    """The call's answer; when the service refuses the agents, an unknown one is a not-found (exit 4)
+    like any other name, which its own 404 says (asked only then: a good run costs nothing more)."""
+    try:
+        return call()
+    except BadRequest as error:
+        if any(detail.field == "agentStableKeys" for detail in error.details):
+            for key in agents:
+                client.agents.get(key)
+        raise
+
+
 @group.command(
     epilog="""\b
 Examples:
@@ -136,7 +155,11 @@ Examples:
 """
 )
 @deployment_options
-@click.option("--exit-code", is_flag=True, help="Exit 1 when anything would change, 0 when nothing would.")
+@click.option(
+    "--exit-code",
+    is_flag=True,
+    help="Exit 5 when a deny policy would refuse it, else 1 when anything would change, 0 when nothing would.",
+)
 @json_option
 @with_client
 def preview(client: OrgdeckClient, exit_code: bool, as_json: bool, **arguments: Any) -> None:
@@ -144,12 +167,20 @@ def preview(client: OrgdeckClient, exit_code: bool, as_json: bool, **arguments: 
 
     Nothing is deployed.
     """
-    result = client.deployments.preview(**deployment(client, **arguments))
+    result = with_known_agents(
+        client, arguments["agents"], lambda: client.deployments.preview(**deployment(client, **arguments))
+    )
     if as_json:
         print_json(result)
     else:
         print_preview(result, arguments["environment"])
-    raise click.exceptions.Exit(EXIT_FAILURE if exit_code and result.has_changes else EXIT_OK)
+    raise click.exceptions.Exit(_preview_exit(result) if exit_code else EXIT_OK)
+
+
+def _preview_exit(result: DeploymentPreview) -> int:
+    if any(v.enforcement == "deny" and v.exception_id is None for v in result.violations):
+        return EXIT_POLICY_DENIED
+    return EXIT_FAILURE if result.has_changes else EXIT_OK
 
 
 def print_preview(result: DeploymentPreview, environment: str) -> None:
@@ -170,6 +201,14 @@ def print_preview(result: DeploymentPreview, environment: str) -> None:
             console.print(
                 f"    {CHANGE_MARKS[change.kind]} {escape(change.field.ljust(width))}  {_change(change)}"
             )
+    if result.violations:
+        console.print(f"Policies broken ({len(result.violations)}):")
+    for violation in result.violations:
+        excepted = f" (exception {violation.exception_id})" if violation.exception_id else ""
+        console.print(
+            f"  [bold]{violation.enforcement}[/] {escape(violation.agent)}  "
+            f"{escape(violation.policy_name)}: {escape(violation.message)}{escape(excepted)}"
+        )
 
 
 def _versions(agent: AgentPreview) -> str:
@@ -188,6 +227,25 @@ def _change(change: FieldChange) -> str:
     return f"{escape(shown(change.before))} → {escape(shown(change.after))}"
 
 
+def wait_options(command: Callable[..., Any]) -> Callable[..., Any]:
+    options = [
+        click.option(
+            "--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 error or partial."
+        ),
+        click.option(
+            "--timeout",
+            type=click.FloatRange(min=1),
+            default=DEFAULT_WAIT_SECONDS,
+            show_default=True,
+            metavar="S",
+            help="With --wait: give up after S seconds and exit 2 (the job goes on).",
+        ),
+    ]
+    for option in reversed(options):
+        command = option(command)
+    return command
+
+
 @group.command(
     epilog="""\b
 Examples:
@@ -197,15 +255,7 @@ Examples:
 """
 )
 @deployment_options
-@click.option("--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 error or partial.")
-@click.option(
-    "--timeout",
-    type=click.FloatRange(min=1),
-    default=DEFAULT_WAIT_SECONDS,
-    show_default=True,
-    metavar="S",
-    help="With --wait: give up after S seconds and exit 2 (the job goes on).",
-)
+@wait_options
 @click.option(
     "--idempotency-key",
     metavar="KEY",
@@ -222,26 +272,85 @@ def run(
     **arguments: Any,
 ) -> None:
     """Deploy AGENT… (stable keys) to ENV (a name or id): starts a job that a worker runs."""
-    job = client.deployments.deploy(**deployment(client, **arguments), idempotency_key=idempotency_key)
+    job = with_known_agents(
+        client,
+        arguments["agents"],
+        lambda: client.deployments.deploy(**deployment(client, **arguments), idempotency_key=idempotency_key),
+    )
+    finish(client, job, f"{len(job.agents)} agents to {arguments['environment']}", wait, timeout, as_json)
+
+
+def finish(
+    client: OrgdeckClient, job: DeploymentJob, what: str, wait: bool, timeout: float, as_json: bool
+) -> None:
+    """Say a job started; with `wait`, follow it and exit by how it ended (2 when it outlasts `timeout`)."""
+    started = f"Started job {job.id}: {escape(what)}"
     if not wait:
         if as_json:
             print_json(job)
         else:
-            out().print(
-                f"Started job {job.id}: {len(job.agents)} agents to {escape(arguments['environment'])}"
-            )
+            out().print(started)
             out().print(f"[dim]Follow it with: orgdeck jobs show {job.id}[/]")
         return
-    err().print(f"Started job {job.id}: {len(job.agents)} agents to {escape(arguments['environment'])}")
+    err().print(started)
     finished = follow(client, job, timeout)
     if finished is None:
-        fail(f"Timed out after {timeout:g} s; job {job.id} goes on: orgdeck jobs show {job.id}", EXIT_USAGE)
-        return
+        fail(
+            f"Timed out after {timeout:g} s; job {job.id} goes on: orgdeck jobs show {job.id}",
+            EXIT_USAGE,
+            "timed_out",
+        )
     if as_json:
         print_json(finished)
     else:
         print_job(finished)
     raise click.exceptions.Exit(EXIT_OK if finished.status == "complete" else EXIT_FAILURE)
+
+
+@group.command(
+    epilog="""\b
+Examples:
+  orgdeck deploy rollback production support-bot --wait
+  orgdeck deploy rollback production support-bot --to 3 --wait --json
+"""
+)
+@click.argument("environment", metavar="ENV")
+@click.argument("agent", metavar="AGENT")
+@click.option(
+    "--to", "version", type=click.IntRange(1), metavar="N", help="This version [default: the previous one]."
+)
+@wait_options
+@json_option
+@with_client
+def rollback(
+    client: OrgdeckClient,
+    environment: str,
+    agent: str,
+    version: int | None,
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Deploy to ENV the version of AGENT it ran before the one it runs now (or --to N)."""
+    target = resolve_environment(client, environment)
+    client.agents.get(agent)  # an unknown agent is a not-found, before its history is read
+    number = version or previous_version(client, target.id, agent)
+    job = client.deployments.deploy(target.id, [agent], agent_versions={agent: number})
+    finish(client, job, f"{agent} back to version {number} in {target.name}", wait, timeout, as_json)
+
+
+def previous_version(client: OrgdeckClient, environment_id: str, agent: str) -> int:
+    """The version that ran in the environment before the one deployed last, from its history."""
+    history = client.deployments.history(agent=agent, environment_id=environment_id, limit=1000)
+    deployed = [entry.version for entry in history.items if entry.status == "complete"]
+    earlier = [number for number in deployed if number != deployed[0]]
+    if not earlier:
+        fail(
+            f"Nothing to roll back to: {agent} has run one version here at most (give --to N)",
+            EXIT_FAILURE,
+            "no_previous_version",
+        )
+    return earlier[0]
 
 
 def follow(client: OrgdeckClient, job: DeploymentJob, timeout: float) -> DeploymentJob | None:
@@ -318,16 +427,24 @@ def show_job(client: OrgdeckClient, job_id: str, as_json: bool) -> None:
 )
 @click.option("--env", "environment", metavar="ENV", help="Only jobs of this environment (name or id).")
 @click.option("--status", metavar="S[,S…]", help=f"Only jobs in these states ({', '.join(JOB_STATUSES)}).")
-@click.option("--limit", type=click.IntRange(1, 1000), default=20, show_default=True, help="Jobs to list.")
-@json_option
+@paged(default_limit=20)
 @with_client
 def list_jobs(
-    client: OrgdeckClient, environment: str | None, status: str | None, limit: int, as_json: bool
+    client: OrgdeckClient,
+    environment: str | None,
+    status: str | None,
+    limit: int,
+    cursor: str | None,
+    every: bool,
+    as_json: bool,
 ) -> None:
     """Deployment jobs, newest first."""
     environment_id = resolve_environment(client, environment).id if environment else None
     statuses = [part.strip() for part in status.split(",")] if status else None
-    page = client.deployments.jobs(environment_id=environment_id, status=statuses, limit=limit)
+    fetch = by_cursor(
+        lambda **page: client.deployments.jobs(environment_id=environment_id, status=statuses, **page)
+    )
+    page = collect(fetch, cursor=cursor, limit=limit, every=every)
     if as_json:
         print_json(page)
         return
@@ -343,6 +460,7 @@ def list_jobs(
             escape(job.message or ""),
         )
     out().print(rows)
+    print_more(page)
 
 
 @click.command(

@@ -11,7 +11,10 @@ from api.client import OrgdeckClient
 from api.governance import CATEGORIES, SEVERITIES
 
 
-@click.group(name="policies")
+@click.group(
+    name="policies",
+    epilog="\b\nExample:\n  orgdeck policies draft --instructions 'Agents never reveal API keys.'",
+)
 def group() -> None:
     """Governance policies."""
 
@@ -54,7 +57,7 @@ def draft(
     system_model: str | None,
     as_json: bool,
 ) -> None:
-    """Draft a policy's rule text (printed to stdout); nothing is saved.
+    """Draft a policy's rule text (printed to stdout) and its check (on stderr); nothing is saved.
 
     By default the built-in offline drafter writes it; --provider-id or --system-model pick a model.
     """
@@ -78,3 +81,11 @@ def draft(
     if result.notice:
         err().print(f"[dim]{escape(result.notice)}[/]", soft_wrap=True)
     out().print(escape(result.rule_text), soft_wrap=True)
+    if result.check is not None:
+        # Beside the rule, not in it: stdout stays the rule text a script saves.
+        passing = sum(example.expect == "pass" for example in result.examples)
+        err().print(
+            f"[dim]Check: {escape(result.check)}\nEnforcement: {result.enforcement} · "
+            f"{passing} passing and {len(result.examples) - passing} failing examples (all with --json)[/]",
+            soft_wrap=True,
+        )

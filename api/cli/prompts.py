@@ -13,9 +13,13 @@ from api.client import OrgdeckClient
 from api.registries import ChatMessage
 
 
-@click.group(name="prompts")
+@click.group(
+    name="prompts",
+    epilog="\b\nExamples:\n  orgdeck prompts publish support triage-system prompts/triage.md --label production\n"
+    "  orgdeck prompts label support triage-system production 3",
+)
 def group() -> None:
-    """Prompt registries: publish versions and retrieve them."""
+    """Prompts: publish versions, retrieve them, and move labels."""
 
 
 def registry_ref(client: OrgdeckClient, registry: str) -> str:
@@ -116,3 +120,28 @@ def get(
         sys.stdout.write(artifact.content)
     else:
         print_json([message.model_dump(mode="json") for message in artifact.content])
+
+
+@group.command(
+    epilog="""\b
+Examples:
+  orgdeck prompts label support triage-system production 1.4.0
+  orgdeck prompts label acme/support triage-system staging 3 --json
+"""
+)
+@click.argument("registry")
+@click.argument("name")
+@click.argument("label")
+@click.argument("version")
+@json_option
+@with_client
+def label(client: OrgdeckClient, registry: str, name: str, label: str, version: str, as_json: bool) -> None:
+    """Move LABEL of prompt NAME onto VERSION (off whichever version had it).
+
+    A protected label moves only through an approved change request: this fails and says so.
+    """
+    moved = client.registries.move_label(registry_ref(client, registry), name, label, version)
+    if as_json:
+        print_json(moved)
+        return
+    out().print(f"{label} → {name} version {moved.version}", soft_wrap=True)

@@ -15,6 +15,7 @@ from api.resource import body
 from components.connection import client, current
 from components.deployments.tables import coloured, shown
 from components.feedback import notify, plain, show_error
+from components.governance.violations import agent_violations, is_refusal, show_refusal
 from components.permissions import control
 
 # The preview shown, kept so that Deploy deploys exactly what was shown; the job a Deploy started,
@@ -92,7 +93,9 @@ def request_deployment(request: dict[str, Any], environment_name: str) -> None:
             )
 
 
-def deploy_actions(request: dict[str, Any], environment_name: str, *, protected: bool, blocked: bool) -> None:
+def deploy_actions(
+    request: dict[str, Any], environment_name: str, *, protected: bool, blocked: bool, denied: bool
+) -> None:
     """Deploy what was previewed (not where the environment is protected), or discard the preview."""
     actions = st.container(horizontal=True)
     if not protected and actions.button(
@@ -102,14 +105,23 @@ def deploy_actions(request: dict[str, Any], environment_name: str, *, protected:
         key="deploy_go",
         **control(
             "deploy",
-            disabled=blocked,
-            help="Resolve the warnings above first: the deployment would be refused." if blocked else None,
+            disabled=blocked or denied,
+            help=(
+                "A deny policy refuses this deployment: see the violations above."
+                if denied
+                else "Resolve the warnings above first: the deployment would be refused."
+                if blocked
+                else None
+            ),
         ),
     ):
         try:
             job = client().deployments.deploy(**request)
         except ApiError as error:
-            show_error(error, "start the deployment", "deployment")
+            if is_refusal(error):
+                show_refusal(error, "start the deployment")
+            else:
+                show_error(error, "start the deployment", "deployment")
         else:
             st.session_state.pop(PREVIEW, None)
             st.session_state[WATCHED] = job.id
@@ -128,6 +140,7 @@ def show_preview(stored: dict[str, Any], environment_name: str, *, protected: bo
     st.markdown(f"#### Preview: {len(preview.agents)} agent(s) to **{plain(environment_name)}** ({summary})")
     preview_table(preview)
     blocked = preview_warnings(preview, environment_name)
+    denied = agent_violations(preview.violations)
     if not preview.has_changes:
         st.info("Nothing would change: every agent already runs exactly this there. Deploying redeploys it.")
     if protected:
@@ -137,4 +150,4 @@ def show_preview(stored: dict[str, Any], environment_name: str, *, protected: bo
             icon=":material/lock:",
         )
         request_deployment(request, environment_name)
-    deploy_actions(request, environment_name, protected=protected, blocked=blocked)
+    deploy_actions(request, environment_name, protected=protected, blocked=blocked, denied=denied)

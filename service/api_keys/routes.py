@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Path
+
 from api.api_keys import ApiKey, CreateApiKey, CreatedApiKey
 from api.common import Page
 from service.api_keys import service
@@ -7,6 +11,7 @@ from service.http.deps import OrgSlugQuery, ReadSession, Viewer, WriteSession
 from service.http.routing import api_router
 
 router = api_router("/api-keys", tags=["API keys"])
+KeyIdPath = Annotated[str, Path(alias="keyId", description="The API key's id.")]
 
 
 @router.post("", response_model=CreatedApiKey)
@@ -26,8 +31,10 @@ def list_api_keys(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) 
     return Page[ApiKey](items=keys, total=len(keys))
 
 
-@router.delete("/{key_id}", response_model=ApiKey)
-def revoke_api_key(key_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: WriteSession) -> ApiKey:
+@router.delete("/{keyId}", response_model=ApiKey)
+def revoke_api_key(
+    key_id: KeyIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: WriteSession
+) -> ApiKey:
     """Revoke a key (one's own member's, or as an admin any): immediate and irreversible."""
     record = service.revoke_key(session, caller=caller, org_slug=org_slug, key_id=key_id)
     return ApiKey.model_validate(record)

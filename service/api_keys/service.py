@@ -72,7 +72,9 @@ def issue_key(session: Session, *, caller: Caller, request: CreateApiKey) -> Iss
 
 def _owner(session: Session, *, caller: Caller, org_id: str, request: CreateApiKey) -> MemberRow | None:
     if request.member_id:
-        return members.get_active_member(session, org_id=org_id, member_id=request.member_id, field="memberId")
+        return members.get_active_member(
+            session, org_id=org_id, member_id=request.member_id, field="memberId"
+        )
     if request.service or caller.member_id is None:
         return None
     return members.get_active_member(session, org_id=org_id, member_id=caller.member_id, field="memberId")

@@ -58,6 +58,7 @@ def _event_json(dialect: str) -> ColumnElement[str]:
     change, if one did)."""
     event = AuditEventRow
     actor = {name: getattr(event, f"actor_{name}") for name in AuditActor.model_fields}
+    actor["claims"] = stored_json(dialect, event.actor_claims)
     target = {name: getattr(event, f"target_{name}") for name in AuditTarget.model_fields}
     made = model_json_of(
         dialect,

@@ -14,8 +14,9 @@ from collections.abc import Callable
 from sqlalchemy.orm import Session
 
 from api.approvals import ChangeRequestRef
+from api.changes import PolicyExceptionChange
 from api.deployments import DeploymentJob, DeploymentRequest
-from api.governance import CreatePolicy, Policy, PolicyWithVersions, UpdatePolicy
+from api.governance import CreatePolicy, Policy, PolicyException, PolicyWithVersions, UpdatePolicy
 from api.registries import MoveLabel
 from service.changes.applied import Applied
 from service.changes.environments import ENVIRONMENT_APPLIERS, environment_state, lock_target
@@ -23,6 +24,7 @@ from service.changes.models import ChangeRequestRow
 from service.changes.plans import deployed_state
 from service.deployments import service as deployments
 from service.errors import ServiceError
+from service.governance import exceptions
 from service.governance import service as governance
 from service.registries import service as registries
 
@@ -52,7 +54,15 @@ def apply_deployment(session: Session, row: ChangeRequestRow, reference: ChangeR
     deployed = {plan.agent.stable_key: deployed_state(plan.current) for plan in planned}
     if deployed != row.preview["before"]:
         raise Moved(f"What runs in environment '{environment.name}' changed since the request was opened")
-    job = deployments.create_job(session, org_id=row.org_id, request=request, change_request=reference)
+    requester = reference.requested_by
+    job = deployments.create_job(
+        session,
+        org_id=row.org_id,
+        request=request,
+        actor=requester.email or requester.key_name,
+        action="changeRequest",
+        change_request=reference,
+    )
     return Applied(
         result={"jobId": job.id, "environmentId": environment.id},
         action="deploy",
@@ -91,6 +101,22 @@ def apply_label(session: Session, row: ChangeRequestRow, reference: ChangeReques
 
 def apply_policy(session: Session, row: ChangeRequestRow, reference: ChangeRequestRef) -> Applied:
     action, payload = row.preview["action"], row.payload
+    if action == "exception":
+        granted = PolicyExceptionChange.model_validate(payload)
+        requester = reference.requested_by
+        exception = exceptions.create_exception(
+            session,
+            org_id=row.org_id,
+            request=granted,
+            created_by=requester.email or requester.key_name,
+            change_request=reference,
+        )
+        return Applied(
+            result={"exceptionId": exception.id, "policyId": exception.policy_id},
+            action="createException",
+            body=granted,
+            answer=PolicyException.model_validate(exception),
+        )
     if action == "create":
         created = CreatePolicy.model_validate(payload)
         policy = governance.create_policy(

@@ -17,6 +17,7 @@ from api.changes import (
     EnvironmentDeleteChange,
     EnvironmentUpdateChange,
     PolicyDeleteChange,
+    PolicyExceptionChange,
     PolicyUpdateChange,
     SecretChange,
     SecretDeleteChange,
@@ -42,7 +43,16 @@ from service.outbound.webhooks import new_secret
 from service.registries import service as registries
 from service.tools import service as tools
 
-POLICY_FIELDS = ("name", "description", "category", "severity", "rule_text")
+POLICY_FIELDS = (
+    "name",
+    "description",
+    "category",
+    "severity",
+    "rule_text",
+    "check",
+    "message",
+    "enforcement",
+)
 # What a preview shows in place of a secret's value or a signing key: never the value itself.
 NEW_VALUE = "[new value]"
 
@@ -64,6 +74,10 @@ class Planned:
     shown_once: bool = False
 
 
+# What a request's preview tells policy checks of the deployment: the actor is known once it applies.
+REQUESTED_DEPLOYMENT = {"actor": "", "viaChangeRequest": True, "action": "changeRequest"}
+
+
 def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
     request = _parsed(DeploymentRequest, payload, org_slug)
     environment, planned = deployments.plan_deployment(session, org_id=org_id, request=request)
@@ -75,6 +89,18 @@ def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[
         "environmentName": environment.name,
         "agents": [agent.model_dump(mode="json", by_alias=True) for agent in agent_previews(planned)],
         "before": {plan.agent.stable_key: deployed_state(plan.current) for plan in planned},
+        # Checked again when it is applied, where a deny violation refuses the approval.
+        "violations": [
+            violation.model_dump(mode="json", by_alias=True)
+            for violation in deployments.policy_violations(
+                session,
+                org_id=org_id,
+                environment=environment,
+                planned=planned,
+                deployment=REQUESTED_DEPLOYMENT,
+                enforce=False,
+            )
+        ],
     }
     return Planned(
         payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),
@@ -113,6 +139,8 @@ def plan_label(session: Session, org_id: str, org_slug: str, payload: dict[str, 
 
 
 def plan_policy(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
+    if "exception" in payload:
+        return _exception_plan(session, org_id, _parsed(PolicyExceptionChange, payload, org_slug))
     if "policyId" not in payload:
         created = _parsed(CreatePolicy, payload, org_slug)
         after = {field: getattr(created, field) for field in POLICY_FIELDS}
@@ -128,6 +156,23 @@ def plan_policy(session: Session, org_id: str, org_slug: str, payload: dict[str,
         return _policy_plan(change, policy, before, None, f"policy {policy.name} (delete)")
     after = before | {field: getattr(change, field) for field in change.model_fields_set & set(POLICY_FIELDS)}
     return _policy_plan(change, policy, before, after, f"policy {policy.name}")
+
+
+def _exception_plan(session: Session, org_id: str, change: PolicyExceptionChange) -> Planned:
+    """An exception to a deny policy, where policies need approval: shown as it would be granted."""
+    policy = governance.get_policy(session, org_id=org_id, policy_id=change.policy_id)
+    granted = change.model_dump(mode="json", by_alias=True, exclude={"org_slug", "exception"})
+    covered = " and ".join(
+        f"{what} {name}"
+        for what, name in (("agent", change.agent_stable_key), ("environment", change.environment_name))
+        if name
+    )
+    preview = {"action": "exception", "policyId": policy.id, "before": None, "after": granted, "diff": ""}
+    return Planned(
+        payload=change.model_dump(mode="json", by_alias=True, exclude_unset=True),
+        preview=preview,
+        target=f"policy {policy.name} (exception for {covered})",
+    )
 
 
 def _policy_plan(
@@ -393,7 +438,10 @@ def _policy_text(fields: dict[str, Any] | None) -> str:
     if not fields:
         return ""
     head = f"name: {fields['name']}\ncategory: {fields['category']}\nseverity: {fields['severity']}\n"
-    return f"{head}description: {fields['description']}\n\n{fields['rule_text']}\n"
+    enforced = (
+        f"enforcement: {fields['enforcement'] or 'by severity'}\ncheck: {fields['check'] or '(none)'}\n"
+    )
+    return f"{head}{enforced}description: {fields['description']}\n\n{fields['rule_text']}\n"
 
 
 def _camel(fields: dict[str, Any] | None) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import PLANNERS
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
+from service.governance.evaluation import PolicyViolation
 from service.http.auth import Caller
 from service.http.requestid import current_request_id
 from service.orgs.models import OrganizationRow
@@ -53,6 +54,9 @@ def get_settings(session: Session, *, org_id: str) -> OrgSettings:
     return OrgSettings(
         policy_approval_required=org.policy_approval_required,
         change_request_ttl_days=org.change_request_ttl_days,
+        sign_in_domains=org.sign_in_domains,
+        sign_in_default_role=org.sign_in_default_role,
+        group_roles=org.group_roles,
     )
 
 
@@ -218,13 +222,18 @@ def _open_for_update(
 
 
 def _apply(session: Session, row: ChangeRequestRow, standing: Standing) -> None:
-    """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved. The
+    """Apply the change as previewed, or end `conflict` (applying nothing) if its target moved; a
+    deployment a deny policy refuses refuses the approval (403 policy_violation). The
     change is on record as its direct call would be, its requester the actor, naming the request
     and its approvers; what it made names them too."""
     reference = _reference(row, standing)
     try:
         with session.begin_nested():
             applied = APPLIERS[row.kind](session, row, reference)
+    except PolicyViolation:
+        # Not a target that moved: the approval itself is refused, and the request stays open (a
+        # policy exception, or a fixed agent, lets a later approval through).
+        raise
     except ServiceError as moved:
         row.conflict = moved.message
         _decide(session, row, "conflict", standing)

@@ -22,7 +22,7 @@ def diff_deployment(
     if current_version != version:
         kind = "added" if current_version is None else "changed"
         changes.append(FieldChange(field="version", kind=kind, before=current_version, after=version))
-    for field in ("name", "provider", "model"):
+    for field in ("name", "provider", "model", "policyBundleHash"):
         changes += value_changes(field, before.get(field), config.get(field))
     for field in ("providerConfig", "promptReferences", "promptPins"):
         changes += mapping_changes(field, before.get(field) or {}, config.get(field) or {})

@@ -59,6 +59,8 @@ class Facts:
     prompts: dict[PromptKey, PromptFact] = field(default_factory=dict)
     stale_after_days: dict[str, int] = field(default_factory=dict)
     environment_names: dict[str, str] = field(default_factory=dict)
+    # By (agent_id, environment_id): the hash of the policies that apply now (absent: none apply).
+    policy_bundle_hashes: dict[tuple[str, str], str] = field(default_factory=dict)
 
 
 def _prompt_key(reference: str | None) -> PromptKey | None:

@@ -100,5 +100,10 @@ def _job_json(dialect: str) -> ColumnElement[str]:
         job,
         agents=agents.scalar_subquery(),
         change_request=stored_json(dialect, job.change_request),
+        violations=stored_json(dialect, func.coalesce(job.policy_violations, _empty_list(dialect))),
     )
     return json_text(dialect, made)
+
+
+def _empty_list(dialect: str) -> ColumnElement[Any]:
+    return literal_column("'[]'::json" if dialect == "postgresql" else "'[]'")

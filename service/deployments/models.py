@@ -45,11 +45,16 @@ class DeploymentJobRow(Base):
     lease_token: Mapped[str | None] = mapped_column(String(40))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # The W3C traceparent of the request that created the job: its run continues that trace.
+    trace_context: Mapped[str | None] = mapped_column(String(55))
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     # The approved change request that started it, if one did: kept as it was applied (its approvals
     # never change afterwards), so that nothing reads the requests to answer a job.
     change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))
+    # The policies its agents broke and it went ahead through (audit, warn, or deny under a live
+    # exception), as they were checked when it was made.
+    policy_violations: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
 
     agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"
@@ -58,6 +63,10 @@ class DeploymentJobRow(Base):
     @property
     def agents(self) -> list[DeploymentJobAgentRow]:
         return self.agent_rows
+
+    @property
+    def violations(self) -> list[dict[str, Any]]:
+        return self.policy_violations or []
 
 
 class DeploymentJobAgentRow(Base):

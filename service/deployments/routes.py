@@ -65,24 +65,44 @@ JobLimitQuery = Annotated[
 
 @router.post("/agents/deployments/preview", response_model=DeploymentPreview)
 def preview_deployment(body: DeploymentRequest, caller: Viewer, session: ReadSession) -> DeploymentPreview:
-    """What deploying would change in the environment, agent by agent and field by field. Writes nothing."""
+    """What deploying would change in the environment, agent by agent and field by field, and the
+    policies it would break (each with its enforcement: a deny one refuses the deploy). Writes nothing."""
     environment, planned = service.plan_deployment(
         session, org_id=caller.org_id_for(body.org_slug), request=body
     )
     agents = service.agent_previews(planned)
+    deployment = {
+        "actor": caller.member_email or caller.key_name,
+        "viaChangeRequest": False,
+        "action": "deploy",
+    }
+    violations = service.policy_violations(
+        session,
+        org_id=environment.org_id,
+        environment=environment,
+        planned=planned,
+        deployment=deployment,
+        enforce=False,
+    )
     has_changes = any(agent.status != "unchanged" for agent in agents)
     return DeploymentPreview(
         environment_id=environment.id,
         has_changes=has_changes,
         agents=agents,
         warnings=service.preview_warnings(session, environment),
+        violations=violations,
     )
 
 
 @router.post("/agents/deployments", response_model=DeploymentJob)
 def deploy(body: DeploymentRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
     """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
-    job = service.create_job(session, org_id=caller.org_id_for(body.org_slug), request=body)
+    job = service.create_job(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        request=body,
+        actor=caller.member_email or caller.key_name,
+    )
     return DeploymentJob.model_validate(job)
 
 
@@ -114,6 +134,7 @@ def deploy_fleet(
         org_slug=body.org_slug,
         fleet_id=fleet_id,
         environment_id=body.environment_id,
+        actor=caller.member_email or caller.key_name,
     )
     return DeploymentJob.model_validate(job)
 

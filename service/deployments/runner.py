@@ -33,6 +33,7 @@ from service.deployments.states import record_job_outcome
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
 from service.events.service import record_event
+from service.observability import metrics, tracing
 from service.outbound.urls import OutboundRefused, check_outbound_url
 from service.outbound.webhooks import signature_headers
 from service.redaction.objects import hidden_values, redacted_text
@@ -65,6 +66,8 @@ class Claim:
     org_id: str
     environment_id: str
     agents: list[JobAgent]
+    # The creating request's traceparent (tracing.continued).
+    trace_context: str | None
 
 
 # Per stableKey: None when the agent deployed, else why it failed.
@@ -76,9 +79,11 @@ def run_deployment_jobs(db: Database, settings: Settings) -> bool:
     claim, found = _claim(db)
     if claim is None:
         return found
-    with _heartbeat(db, claim):
-        outcome = _deploy(db, settings, claim)
-    _finish(db, claim, outcome)
+    # The run, its SQL, its webhook call and the events it records belong to the creating request's trace.
+    with tracing.continued("deployment job", claim.trace_context, job_id=claim.job_id):
+        with _heartbeat(db, claim):
+            outcome = _deploy(db, settings, claim)
+        _finish(db, claim, outcome)
     return True
 
 
@@ -102,6 +107,8 @@ def _claim(db: Database) -> tuple[Claim | None, bool]:
             failure = f"Gave up after {job.attempts} attempts: the worker running the job stopped responding"
             _end_job(session, job, {row.stable_key: failure for row in job.agent_rows}, message=failure)
             return None, True
+        if job.status == "running":
+            metrics.LEASE_TAKEOVERS.labels(kind="deployment_job").inc()
         job.status = "running"
         job.attempts += 1
         job.started_at = job.started_at or now
@@ -110,7 +117,7 @@ def _claim(db: Database) -> tuple[Claim | None, bool]:
         agents = [
             JobAgent(row.stable_key, row.version, row.config, row.config_hash) for row in job.agent_rows
         ]
-        return Claim(job.id, job.lease_token, job.org_id, job.environment_id, agents), True
+        return Claim(job.id, job.lease_token, job.org_id, job.environment_id, agents, job.trace_context), True
 
 
 @contextmanager
@@ -293,6 +300,7 @@ def _end_job(session: Session, job: DeploymentJobRow, outcome: Outcome, *, messa
         payload = where | {"stableKey": row.stable_key, "version": row.version, "error": row.error}
         record_event(session, org_id=job.org_id, type="agent.error", payload=payload)
     record_job_outcome(session, job=job)
+    metrics.DEPLOYMENT_JOBS_ENDED.labels(state=job.status).inc()
 
 
 def _summary(total: int, failed: list[DeploymentJobAgentRow]) -> str:

@@ -20,6 +20,7 @@ from api.deployments import (
     FieldChange,
     PreviewWarning,
 )
+from api.governance import Violation
 from service.agents.models import AgentRow, AgentVersionRow
 from service.deployments.diffs import diff_deployment
 from service.deployments.facts import load_prompts, readable_prompt
@@ -32,12 +33,52 @@ from service.environments import service as environments
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.protection import require_review_of_deployment, require_review_of_environment
 from service.errors import InvalidInput, NotFound
+from service.events.hooks import Hook
 from service.fleets.service import get_fleet
+from service.observability import tracing
 from service.outbound.webhooks import new_secret
 from service.redaction.objects import restored
 from service.storage.crypto import Cipher, reencrypt_column
 from service.storage.db import utcnow
 from service.tools.models import ToolRow
+
+# Policies are checked on every deployment about to run, and shown on its preview.
+policies_checked: Hook[list[Violation]] = Hook(
+    "a deployment is about to run", attached_by="service.governance.evaluation"
+)
+
+
+# The policies that apply to each agent in an environment, `{id, name, version, ruleText}` each:
+# a deployment carries them to its target, and a change of them makes what runs drift.
+applied_policies: Hook[dict[str, list[dict[str, Any]]]] = Hook(
+    "a deployment carries the policies that apply", attached_by="service.governance.evaluation"
+)
+
+
+def policy_bundles(
+    session: Session, *, org_id: str, environment: EnvironmentRow, agents: Sequence[AgentRow]
+) -> dict[str, list[dict[str, Any]]]:
+    """By agent id: the policies that apply to it in the environment (none: left out)."""
+    answers = applied_policies(session, org_id=org_id, environment=environment, agents=agents)
+    return {agent_id: bundle for answer in answers for agent_id, bundle in answer.items() if bundle}
+
+
+def with_policies(
+    config: dict[str, Any], bundle: list[dict[str, Any]], hashes: dict[tuple[Any, ...], str]
+) -> dict[str, Any]:
+    """The config an agent is deployed with and the policies it receives, with their hash (which
+    states.py compares with the current one to tell drift). Agents in the same scopes get the same
+    bundle: `hashes` keeps each one's hash, by its policies' ids and versions, for the next agent."""
+    if not bundle:
+        return config
+    key = tuple((policy["id"], policy["version"]) for policy in bundle)
+    if key not in hashes:
+        hashes[key] = bundle_hash(bundle)
+    return config | {"policies": bundle, "policyBundleHash": hashes[key]}
+
+
+def bundle_hash(bundle: list[dict[str, Any]]) -> str:
+    return hashlib.sha256(canonical_json(bundle).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -75,10 +116,14 @@ def plan_deployment(
     versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
     _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
+    bundles = policy_bundles(session, org_id=org_id, environment=environment, agents=agents)
+    bundle_hashes: dict[tuple[Any, ...], str] = {}
     planned = []
     for agent in agents:
         version = versions[agent.id]
-        config = resolved_config(version.snapshot, request)
+        config = with_policies(
+            resolved_config(version.snapshot, request), bundles.get(agent.id, []), bundle_hashes
+        )
         planned.append(
             PlannedAgent(
                 agent=agent,
@@ -108,6 +153,28 @@ def _missing_signing_key(session: Session, environment: EnvironmentRow) -> Previ
     )
 
 
+def policy_violations(
+    session: Session,
+    *,
+    org_id: str,
+    environment: EnvironmentRow,
+    planned: Sequence[PlannedAgent],
+    deployment: dict[str, Any],
+    enforce: bool,
+) -> list[Violation]:
+    """The policies the planned agents break; enforced, a deny one refuses the deployment.
+    `deployment` is the CEL input's `{actor, viaChangeRequest, action}`."""
+    answers = policies_checked(
+        session,
+        org_id=org_id,
+        environment=environment,
+        planned=planned,
+        deployment=deployment,
+        enforce=enforce,
+    )
+    return [violation for answer in answers for violation in answer]
+
+
 def agent_previews(planned: Sequence[PlannedAgent]) -> list[AgentPreview]:
     """What each planned agent changes, as a preview shows it."""
     return [
@@ -127,13 +194,20 @@ def create_job(
     *,
     org_id: str,
     request: DeploymentRequest,
+    actor: str,
+    action: str = "deploy",
     change_request: ChangeRequestRef | None = None,
 ) -> DeploymentJobRow:
     """A pending job deploying the request's agents; a worker picks it up. A protected environment
-    takes it only from an approved change request (`change_request`, which the job names)."""
+    takes it only from an approved change request (`change_request`, which the job names). `actor`
+    (a member's email or a key's name) and `action` are what policy checks read of it."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
     if change_request is None:
         require_review_of_deployment(environment)
+    deployment = {"actor": actor, "viaChangeRequest": change_request is not None, "action": action}
+    violations = policy_violations(
+        session, org_id=org_id, environment=environment, planned=planned, deployment=deployment, enforce=True
+    )
     missing_key = _missing_signing_key(session, environment)
     if missing_key is not None:
         raise InvalidInput(missing_key.message, field="environmentId", code=missing_key.code)
@@ -141,6 +215,8 @@ def create_job(
         org_id=org_id,
         environment_id=environment.id,
         change_request=change_request,
+        trace_context=tracing.current_traceparent(),
+        policy_violations=[v.model_dump(mode="json", by_alias=True) for v in violations] or None,
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
@@ -158,7 +234,7 @@ def create_job(
 
 
 def create_fleet_job(
-    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str
+    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str, actor: str
 ) -> DeploymentJobRow:
     """A pending job deploying every agent of the fleet (each its latest version)."""
     fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
@@ -168,7 +244,7 @@ def create_fleet_job(
     request = DeploymentRequest(
         org_slug=org_slug, environment_id=environment_id, agent_stable_keys=stable_keys
     )
-    return create_job(session, org_id=org_id, request=request)
+    return create_job(session, org_id=org_id, request=request, actor=actor, action="fleetDeploy")
 
 
 @environments.newest_jobs.attach
@@ -321,7 +397,9 @@ def resolved_config(snapshot: dict[str, Any], request: DeploymentRequest) -> dic
 
 
 def config_hash(config: dict[str, Any]) -> str:
-    return hashlib.sha256(canonical_json(config).encode()).hexdigest()
+    """The hash of what an agent runs with; its policies count through their policyBundleHash."""
+    hashed = {key: value for key, value in config.items() if key != "policies"}
+    return hashlib.sha256(canonical_json(hashed).encode()).hexdigest()
 
 
 def _environment(session: Session, *, org_id: str, environment_id: str, lock: bool = False) -> EnvironmentRow:

@@ -31,6 +31,7 @@ from sqlalchemy.orm import Session
 from api.deployments import DEFAULT_STALE_AFTER_DAYS, AgentStatus, FieldChange
 from service.agents import service as agents
 from service.agents.models import AgentRow
+from service.deployments import service as deployments
 from service.deployments.diffs import mapping_changes, value_changes
 from service.deployments.facts import Facts, deployed_tool_hashes, load_facts, readable_prompt
 from service.deployments.models import (
@@ -39,6 +40,7 @@ from service.deployments.models import (
     DeploymentPolicyRow,
     DeploymentStateRow,
 )
+from service.environments.models import EnvironmentRow
 from service.events.service import record_event
 from service.settings import Settings
 from service.storage.db import Database, insert_unless_taken, utcnow
@@ -196,9 +198,25 @@ def _evaluate(session: Session, rows: list[DeploymentStateRow], now: datetime) -
     if not rows:
         return
     facts = load_facts(session, rows)
+    facts.policy_bundle_hashes = _policy_bundle_hashes(session, facts)
     for row in rows:
         _apply(session, row, facts, now)
     session.flush()
+
+
+def _policy_bundle_hashes(session: Session, facts: Facts) -> dict[tuple[str, str], str]:
+    """By pair: the hash of the policies that apply to it now, for each environment of the batch."""
+    hashes = {}
+    for environment_id in {environment_id for _, environment_id in facts.deployed}:
+        environment = session.get(EnvironmentRow, environment_id)
+        agents = [facts.agents[a] for a, e in facts.deployed if e == environment_id and a in facts.agents]
+        if environment is None or not agents:
+            continue
+        bundles = deployments.policy_bundles(
+            session, org_id=environment.org_id, environment=environment, agents=agents
+        )
+        hashes |= {(agent_id, environment_id): deployments.bundle_hash(b) for agent_id, b in bundles.items()}
+    return hashes
 
 
 @dataclass(frozen=True)
@@ -258,7 +276,15 @@ def _judge(
     waiting_since = None
     watches_prompts = False
     if deployed is not None:
-        drift = _draft_drift(agent, deployed, facts) + _tool_drift(row, deployed, facts)
+        drift = [
+            *_draft_drift(agent, deployed, facts),
+            *_tool_drift(row, deployed, facts),
+            *value_changes(
+                "policyBundleHash",
+                deployed.config.get("policyBundleHash"),
+                facts.policy_bundle_hashes.get((agent.id, deployed.environment_id)),
+            ),
+        ]
         newer, waiting_since, watches_prompts = _newer(agent, deployed, facts, org_id=row.org_id)
     days = facts.stale_after_days.get(row.org_id, DEFAULT_STALE_AFTER_DAYS)
     stale_at = waiting_since + timedelta(days=days) if waiting_since is not None else None

@@ -1,9 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Path, Query
 from sqlalchemy import Row
 from sqlalchemy.orm import Session
 
@@ -33,8 +33,10 @@ from service.http.routing import api_router
 from service.storage.crypto import cipher_for
 
 router = api_router("/environments", tags=["Environments and secrets"])
+SecretIdPath = Annotated[str, Path(alias="secretId", description="The secret's id.")]
+EnvironmentIdPath = Annotated[str, Path(alias="environmentId", description="The environment's id.")]
 
-# The fixed paths (/secrets, /list) are declared before /{environment_id} so that it never captures them.
+# The fixed paths (/secrets, /list) are declared before /{environmentId} so that it never captures them.
 
 
 @router.post("/secrets", response_model=Secret)
@@ -67,8 +69,10 @@ def list_secrets(
     )
 
 
-@router.delete("/secrets/{secret_id}", response_model=Secret)
-def delete_secret(secret_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession) -> Secret:
+@router.delete("/secrets/{secretId}", response_model=Secret)
+def delete_secret(
+    secret_id: SecretIdPath, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
+) -> Secret:
     secret = service.delete_secret(session, org_id=caller.org_id_for(org_slug), secret_id=secret_id)
     return Secret.model_validate(secret)
 
@@ -101,9 +105,9 @@ def list_environments(body: ListEnvironments, caller: Viewer, session: ReadSessi
     )
 
 
-@router.get("/{environment_id}", response_model=Environment)
+@router.get("/{environmentId}", response_model=Environment)
 def get_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
+    environment_id: EnvironmentIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
 ) -> Environment:
     environment = service.get_environment(
         session, org_id=caller.org_id_for(org_slug), environment_id=environment_id
@@ -111,9 +115,9 @@ def get_environment(
     return _one(session, environment)
 
 
-@router.patch("/{environment_id}", response_model=Environment)
+@router.patch("/{environmentId}", response_model=Environment)
 def update_environment(
-    environment_id: str, body: UpdateEnvironment, caller: Operator, session: WriteSession
+    environment_id: EnvironmentIdPath, body: UpdateEnvironment, caller: Operator, session: WriteSession
 ) -> Environment:
     """Change any of name, description, target and webhookUrl; an admin also protected and
     requiredApprovals (deployments to a protected environment go through change requests)."""
@@ -127,9 +131,9 @@ def update_environment(
     return _one(session, environment)
 
 
-@router.delete("/{environment_id}", response_model=Environment)
+@router.delete("/{environmentId}", response_model=Environment)
 def delete_environment(
-    environment_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
+    environment_id: EnvironmentIdPath, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Environment:
     """Delete an environment with its secrets, tool deployment records and jobs; refused (400
     `in_use`) while agents are deployed there."""

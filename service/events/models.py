@@ -29,3 +29,5 @@ class EventRow(Base):
     payload: Mapped[dict[str, Any]] = mapped_column(JSON)
     occurred_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     fanned_out_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # The W3C traceparent of what recorded it: its deliveries continue that trace.
+    trace_context: Mapped[str | None] = mapped_column(String(55))

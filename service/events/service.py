@@ -9,13 +9,16 @@ from sqlalchemy.orm import Session
 
 from api.events import EVENT_TYPES
 from service.events.models import EventRow
+from service.observability import tracing
 from service.redaction.objects import redacted
 
 
 def record_event(session: Session, *, org_id: str, type: str, payload: dict[str, Any]) -> EventRow:
     if type not in EVENT_TYPES:
         raise ValueError(f"unknown event type {type!r}")
-    event = EventRow(org_id=org_id, type=type, payload=redacted(payload))
+    event = EventRow(
+        org_id=org_id, type=type, payload=redacted(payload), trace_context=tracing.current_traceparent()
+    )
     session.add(event)
     session.flush()
     return event

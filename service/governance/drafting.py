@@ -1,6 +1,8 @@
 """What drafting asks a model, and the built-in drafter that answers without one.
 
-Both produce the same structure, so that a rule reads the same whoever wrote it:
+Both draft a rule text, a CEL check with its message, and examples the check is tested on before
+the draft is answered (asks.py reads the common asks for the built-in drafter). The rule text has
+the same structure whoever wrote it:
 
     Title: …
     Category: … · Severity: …
@@ -15,9 +17,26 @@ Both produce the same structure, so that a rule reads the same whoever wrote it:
 
 from __future__ import annotations
 
+import copy
+import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from typing import Any
 
-from api.governance import GeneratePolicyPrompt
+from pydantic import ValidationError
+
+from api.governance import (
+    DEFAULT_ENFORCEMENT,
+    Enforcement,
+    EnvironmentScope,
+    GeneratePolicyPrompt,
+    PolicyExample,
+    PolicyScope,
+)
+from service.governance.asks import Recognised, Sample, condition_of, environments_named, recognise
+from service.governance.checks import CheckInvalid, compile_check, run_check, validate_message
+from service.providers.adapters import Completion
 
 DRAFT_MAX_TOKENS = 2048
 TITLE_WORDS = 8
@@ -40,21 +59,58 @@ DEFAULT_RATIONALE = {
     "identity": "Keeps every action attributable to a known identity with only the access it needs.",
 }
 
-SYSTEM_PROMPT = """You write governance policy rules for an organization's AI agents.
-Write exactly one rule from the author's instructions. Answer with the rule text only, no preamble \
-and no Markdown, in this structure:
+# The environment a sample agent is deployed to when the instructions name none.
+SAMPLE_ENVIRONMENT = "production"
+NOTHING_RECOGNISED = (
+    "No check drafted: none of the common asks (allowed or denied models and providers, "
+    "temperature and max-token caps, denied tools, required tags) was recognised in the "
+    "instructions. Write the check by hand, or draft with a model."
+)
 
-Title: <a short title>
-Category: <category> · Severity: <severity>
-Scope: <what and whom the rule applies to>
 
-Rules:
-1. MUST <an obligation>
-2. MUST NOT <a prohibition>
-(as many numbered statements as the instructions need, each one testable, each starting with \
-MUST or MUST NOT)
+def sample_input(environment: str = SAMPLE_ENVIRONMENT, *, protected: bool = True) -> Sample:
+    """An agent as it would be deployed to an environment: the CEL input `{agent, environment,
+    deployment}` the examples start from."""
+    return {
+        "agent": {
+            "stableKey": "support-triage",
+            "name": "Support triage",
+            "provider": "openai",
+            "model": "gpt-4o",
+            "providerConfig": {"model": "gpt-4o", "temperature": 0.2, "max_tokens": 1024},
+            "tags": ["support", "customer-facing"],
+            "tools": [{"ref": "kb.search"}],
+            "prompts": [{"name": "system", "reference": "acme/prompts/triage@production", "version": "3"}],
+        },
+        "environment": {"name": environment, "protected": protected, "target": "webhook"},
+        "deployment": {"actor": "operator@example.com", "viaChangeRequest": False, "action": "deploy"},
+    }
 
-Rationale: <why the rule exists, in one or two sentences>"""
+
+SYSTEM_PROMPT = f"""You write governance policies for an organization's AI agents: a rule in words \
+and a check in CEL (Common Expression Language) that tests an agent about to be deployed.
+
+Answer with one JSON object only, no Markdown, with these fields:
+- "ruleText": the rule, in this structure:
+  Title: <a short title>
+  Category: <category> · Severity: <severity>
+  Scope: <what and whom the rule applies to>
+
+  Rules:
+  1. MUST <an obligation>
+  2. MUST NOT <a prohibition>
+  (as many numbered statements as the instructions need, each one testable)
+
+  Rationale: <why the rule exists, in one or two sentences>
+- "check": a CEL expression that is true when the agent complies, over the input below (use \
+has() before reading an optional providerConfig key);
+- "message": what is wrong when the check is false, in words;
+- "examples": at least two inputs shaped like the one below, each {{"name", "input", "expect"}} \
+with "expect" "pass" (the check is true) or "fail"; at least one of each.
+
+The input (an example):
+{json.dumps(sample_input(), indent=2)}"""
+
 
 # A statement that forbids, and the words that say so (removed when it becomes "MUST NOT …").
 _PROHIBITION = re.compile(
@@ -108,6 +164,208 @@ def builtin_draft(request: GeneratePolicyPrompt) -> str:
             f"Rationale: {request.description or DEFAULT_RATIONALE[request.category]}",
         ]
     )
+
+
+@dataclass(frozen=True)
+class CheckedDraft:
+    """A draft with its check, tested on its examples before it is answered."""
+
+    rule_text: str
+    check: str | None = None
+    message: str | None = None
+    scope: PolicyScope = field(default_factory=PolicyScope)
+    examples: list[PolicyExample] = field(default_factory=list)
+    # Why the draft has no check, or what failed in the one it has.
+    notice: str | None = None
+    # Whether the examples ran as they expect (False also when there is no check to run).
+    tested: bool = False
+
+    def enforcement(self, severity: str) -> Enforcement | None:
+        """What to enforce it with: by severity once its examples pass; audit while they fail (a
+        policy whose examples fail cannot deny); nothing without a check."""
+        if self.check is None:
+            return None
+        return DEFAULT_ENFORCEMENT[severity] if self.tested else "audit"
+
+
+class DraftRejected(Exception):
+    """A model's answer that is not a draft whose check compiles and whose examples pass."""
+
+    def __init__(self, reason: str, draft: CheckedDraft | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        # What could be read of the answer, for the author to fix by hand.
+        self.draft = draft
+
+
+def builtin_checked_draft(request: GeneratePolicyPrompt) -> CheckedDraft:
+    """The built-in drafter's draft: the common asks recognised in the instructions, one check
+    holding them all (joined with &&), an example that complies and one breaking each ask."""
+    recognised = recognise(request.instructions)
+    scope = PolicyScope(environments=recognised.environments)
+    check = condition_of(recognised.requirements)
+    if check is None:
+        return CheckedDraft(rule_text=builtin_draft(request), scope=scope, notice=NOTHING_RECOGNISED)
+    statements = [r.statement for r in recognised.requirements]
+    statements += [_statement(clause) for clause in recognised.unrecognised]
+    examples = _examples(recognised)
+    notice = None
+    if recognised.unrecognised:
+        unchecked = "; ".join(f"“{clause}”" for clause in recognised.unrecognised)
+        notice = f"The check does not cover what no common ask was recognised in: {unchecked}."
+    return CheckedDraft(
+        rule_text=_rule_text(request, statements, recognised.environments),
+        check=check,
+        message=" ".join(_sentence(r.statement) for r in recognised.requirements),
+        scope=scope,
+        examples=examples,
+        notice=notice,
+        tested=not failing_examples(check, examples),
+    )
+
+
+def model_checked_draft(
+    ask: Callable[[str], Completion], request: GeneratePolicyPrompt
+) -> tuple[CheckedDraft, list[Completion]]:
+    """Ask the model for a draft; one whose check does not compile or whose examples fail is asked
+    for again once, with what failed. The second failure is answered as a draft with a notice."""
+    prompt = drafting_prompt(request)
+    scope = PolicyScope(environments=environments_named(request.instructions))
+    answers = [ask(prompt)]
+    try:
+        return checked_answer(answers[0].text, scope), answers
+    except DraftRejected as first:
+        answers.append(ask(retry_prompt(prompt, answers[0].text, first.reason)))
+    try:
+        return checked_answer(answers[1].text, scope), answers
+    except DraftRejected as second:
+        draft = second.draft or CheckedDraft(rule_text=answers[1].text.strip(), scope=scope)
+        notice = f"The model's draft was rejected twice; the second time: {second.reason}"
+        return replace(draft, notice=notice), answers
+
+
+def retry_prompt(prompt: str, answer: str, reason: str) -> str:
+    return (
+        f"{prompt}\n\nYour previous answer:\n{answer}\n\nIt was rejected: {reason}\n"
+        "Answer again with the corrected JSON object only."
+    )
+
+
+def checked_answer(text: str, scope: PolicyScope) -> CheckedDraft:
+    """The draft in a model's answer, once its check compiles and its examples pass."""
+    fields = _json_object(text)
+    rule_text = fields.get("ruleText")
+    if not isinstance(rule_text, str) or not rule_text.strip():
+        raise DraftRejected("ruleText is missing or empty")
+    check, message = fields.get("check"), fields.get("message")
+    try:
+        examples = [PolicyExample.model_validate(example) for example in fields.get("examples") or []]
+    except ValidationError as error:
+        raise DraftRejected(
+            f"an example is not {{name, input, expect: pass|fail}}: {error.errors()[0]['msg']}"
+        ) from None
+    if not isinstance(check, str) or not check.strip():
+        raise DraftRejected(
+            "check is missing or empty", CheckedDraft(rule_text=rule_text.strip(), scope=scope)
+        )
+    draft = CheckedDraft(
+        rule_text=rule_text.strip(),
+        check=check.strip(),
+        message=message.strip() if isinstance(message, str) and message.strip() else None,
+        scope=scope,
+        examples=examples,
+    )
+    try:
+        validate_message(draft.message)
+        failures = failing_examples(draft.check, examples)
+    except CheckInvalid as invalid:
+        raise DraftRejected(f"{invalid.message} (the check does not compile)", draft) from None
+    if {example.expect for example in examples} != {"pass", "fail"}:
+        failures.append("the examples need at least one expected pass and one expected fail")
+    if failures:
+        raise DraftRejected("; ".join(failures), draft)
+    return replace(draft, tested=True)
+
+
+def failing_examples(check: str, examples: list[PolicyExample]) -> list[str]:
+    """What went wrong with each example whose outcome is not the one it expects."""
+    compiled = compile_check(check)
+    failures = []
+    for example in examples:
+        result = run_check(compiled, example.input)
+        if result.outcome != example.expect:
+            said = f"error ({result.error})" if result.outcome == "error" else result.outcome
+            failures.append(f"example '{example.name}' expects {example.expect} but the check gives {said}")
+    return failures
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """The JSON object in an answer, tolerating a Markdown fence or words around it."""
+    start, end = text.find("{"), text.rfind("}")
+    if start < 0 or end < start:
+        raise DraftRejected("the answer is not a JSON object")
+    try:
+        fields = json.loads(text[start : end + 1])
+    except json.JSONDecodeError as error:
+        raise DraftRejected(f"the answer is not valid JSON: {error.msg} at character {error.pos}") from None
+    if not isinstance(fields, dict):
+        raise DraftRejected("the answer is not a JSON object")
+    return fields
+
+
+def _examples(recognised: Recognised) -> list[PolicyExample]:
+    """An agent that complies, and one breaking each ask; in each environment named when the asks
+    differ by environment."""
+    scope = recognised.environments
+    guarded = list(dict.fromkeys(name for r in recognised.requirements for name in r.environments))
+    per_environment = bool(guarded)
+    names = guarded or scope.names[:1] or [SAMPLE_ENVIRONMENT]
+    examples = []
+    for name in names:
+        applying = [r for r in recognised.requirements if not r.environments or name in r.environments]
+        complying = sample_input(name, protected=scope.match == "protected" or name == SAMPLE_ENVIRONMENT)
+        for requirement in applying:
+            requirement.comply(complying)
+        where = f" in {name}" if per_environment else ""
+        examples.append(PolicyExample(name=f"complies{where}", input=complying, expect="pass"))
+        # An ask that holds everywhere breaks once, in the first environment.
+        for requirement in applying:
+            if requirement.environments or name == names[0]:
+                breaking = copy.deepcopy(complying)
+                requirement.violate(breaking)
+                examples.append(
+                    PolicyExample(name=f"{requirement.violation}{where}", input=breaking, expect="fail")
+                )
+    return examples
+
+
+def _rule_text(request: GeneratePolicyPrompt, statements: list[str], environments: EnvironmentScope) -> str:
+    numbered = [f"{number}. {text}" for number, text in enumerate(statements, start=1)]
+    return "\n".join(
+        [
+            f"Title: {request.name or derived_title(request.instructions)}",
+            f"Category: {request.category} · Severity: {SEVERITY_MEANING[request.severity]}",
+            f"Scope: {_scope_words(environments, request.category)}",
+            "",
+            "Rules:",
+            *numbered,
+            "",
+            f"Rationale: {request.description or DEFAULT_RATIONALE[request.category]}",
+        ]
+    )
+
+
+def _sentence(statement: str) -> str:
+    """A rule line as a message: "MUST NOT use …" → "Must not use …"."""
+    return statement.replace("MUST NOT", "Must not", 1).replace("MUST", "Must", 1)
+
+
+def _scope_words(environments: EnvironmentScope, category: str) -> str:
+    if environments.match == "protected":
+        return "Every agent deployed to a protected environment."
+    if environments.match == "names":
+        return f"Every agent deployed to {', '.join(environments.names)}."
+    return DEFAULT_SCOPE[category]
 
 
 def title_of(rule_text: str, request: GeneratePolicyPrompt) -> str:

@@ -1,8 +1,9 @@
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
-from sqlalchemy import ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from api.approvals import ChangeRequestRef
@@ -26,6 +27,11 @@ class PolicyRow(Base):
     category: Mapped[str] = mapped_column(String(20))
     severity: Mapped[str] = mapped_column(String(20))
     rule_text: Mapped[str] = mapped_column(Text)
+    check: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(Text)
+    enforcement: Mapped[str] = mapped_column(String(10))
+    scope: Mapped[dict[str, Any]] = mapped_column(JSON)
+    examples: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     version: Mapped[int] = mapped_column(Integer, default=1)
     drafted_with: Mapped[str | None] = mapped_column(String(200))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
@@ -52,6 +58,35 @@ class PolicyVersionRow(Base):
     category: Mapped[str] = mapped_column(String(20))
     severity: Mapped[str] = mapped_column(String(20))
     rule_text: Mapped[str] = mapped_column(Text)
+    check: Mapped[str | None] = mapped_column(Text)
+    message: Mapped[str | None] = mapped_column(Text)
+    enforcement: Mapped[str] = mapped_column(String(10))
+    scope: Mapped[dict[str, Any]] = mapped_column(JSON)
+    examples: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     # The approved change request that made it, if one did, as it was applied.
     change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))
+
+
+class PolicyExceptionRow(Base):
+    """Lets deployments through a deny policy for an agent, an environment or both, until it expires
+    or is revoked (revoked ones are kept: the trail of who was let through)."""
+
+    __tablename__ = "governance_policy_exceptions"
+    __table_args__ = (Index("ix_governance_policy_exceptions_org_id_policy_id", "org_id", "policy_id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("pex"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"))
+    policy_id: Mapped[str] = mapped_column(ForeignKey("governance_policies.id", ondelete="CASCADE"))
+    agent_stable_key: Mapped[str | None] = mapped_column(String(200))
+    environment_name: Mapped[str | None] = mapped_column(String(200))
+    reason: Mapped[str] = mapped_column(String(2000))
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+    created_by: Mapped[str] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    @property
+    def live(self) -> bool:
+        """Not revoked and not expired."""
+        return self.revoked_at is None and self.expires_at > utcnow()

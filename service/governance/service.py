@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.orm import Session, selectinload
@@ -15,20 +16,35 @@ from sqlalchemy.orm import Session, selectinload
 from api.approvals import ChangeRequestRef
 from api.governance import (
     BUILTIN_DRAFTER_KEY,
+    DEFAULT_ENFORCEMENT,
     CreatePolicy,
     DraftingModel,
+    ExampleResult,
     GeneratePolicyPrompt,
     PolicyDraft,
+    PolicyExample,
+    PolicyTestResult,
+    TestPolicyCheck,
     TokenUsage,
     UpdatePolicy,
 )
+from service.deployments import states
 from service.errors import AlreadyExists, ApprovalRequired, InvalidInput, NotFound
+from service.governance import evaluation
+from service.governance.checks import (
+    NOT_BOOLEAN,
+    CheckInvalid,
+    compile_check,
+    evaluate_message,
+    run_check,
+    validate_message,
+)
 from service.governance.drafting import (
     DRAFT_MAX_TOKENS,
     SYSTEM_PROMPT,
-    builtin_draft,
-    drafting_prompt,
+    builtin_checked_draft,
     headed,
+    model_checked_draft,
     restated,
     title_of,
 )
@@ -45,7 +61,18 @@ BUILTIN_NOTICE = (
     "instructions as numbered MUST / MUST NOT statements; choose a system model or one of your "
     "provider connections for a draft written by a model."
 )
-VERSIONED_FIELDS = ("name", "description", "category", "severity", "rule_text")
+VERSIONED_FIELDS = (
+    "name",
+    "description",
+    "category",
+    "severity",
+    "rule_text",
+    "check",
+    "message",
+    "enforcement",
+    "scope",
+    "examples",
+)
 
 
 @dataclass(frozen=True)
@@ -72,34 +99,54 @@ def drafting_target(
 
 
 def draft(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> PolicyDraft:
-    """Write the draft. Takes no session: a slow provider holds no database transaction."""
+    """Write the draft, its check tested on its examples. Takes no session: a slow provider holds no
+    database transaction."""
     started = time.monotonic()
     usage = None
     drafted_with = target.drafted_with
     if target.endpoint is None:
-        text = builtin_draft(request)
+        checked = builtin_checked_draft(request)
+        notice = " ".join(filter(None, [BUILTIN_NOTICE, checked.notice]))
     else:
-        answer = _ask(target, request=request, settings=settings)
-        text = answer.text.strip()
+        checked, answers = model_checked_draft(
+            lambda prompt: _ask(target, prompt=prompt, settings=settings), request
+        )
+        notice = checked.notice
         # The model the provider says answered: an alias like gpt-4o names a dated snapshot there.
-        drafted_with = drafted_with.model_copy(update={"model": answer.model})
-        if answer.input_tokens is not None or answer.output_tokens is not None:
-            usage = TokenUsage(
-                input_tokens=answer.input_tokens,
-                output_tokens=answer.output_tokens,
-                total_tokens=answer.total_tokens,
-            )
+        drafted_with = drafted_with.model_copy(update={"model": answers[-1].model})
+        usage = _usage(answers)
     return PolicyDraft(
-        name=title_of(text, request),
+        name=title_of(checked.rule_text, request),
         description=request.description,
         category=request.category,
         severity=request.severity,
-        rule_text=text,
+        rule_text=checked.rule_text,
         drafted_with=drafted_with,
         usage=usage,
         builtin=target.endpoint is None,
-        notice=BUILTIN_NOTICE if target.endpoint is None else None,
+        notice=notice,
         latency_ms=round((time.monotonic() - started) * 1000),
+        check=checked.check,
+        message=checked.message,
+        enforcement=checked.enforcement(request.severity),
+        scope=checked.scope,
+        examples=checked.examples,
+    )
+
+
+def _usage(answers: list[Completion]) -> TokenUsage | None:
+    """The tokens of every call a draft took, when the provider reports them."""
+    reported = [a for a in answers if a.input_tokens is not None or a.output_tokens is not None]
+    if not reported:
+        return None
+
+    def total(counts: list[int | None]) -> int | None:
+        return None if all(c is None for c in counts) else sum(c or 0 for c in counts)
+
+    return TokenUsage(
+        input_tokens=total([a.input_tokens for a in reported]),
+        output_tokens=total([a.output_tokens for a in reported]),
+        total_tokens=total([a.total_tokens for a in reported]),
     )
 
 
@@ -109,9 +156,15 @@ def create_policy(
     """Save a policy as version 1 (through a change request where the organization requires it:
     `change_request`, which the version names)."""
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
+        require_review_of_policies(session, org_id=org_id)
     _refuse_duplicate_name(session, org_id=org_id, name=request.name)
     fields = {"name": request.name, "category": request.category, "severity": request.severity}
+    enforcement = request.enforcement or DEFAULT_ENFORCEMENT[request.severity]
+    examples = [example.model_dump(mode="json", by_alias=True) for example in request.examples]
+    results = tested(request.check, request.message, examples)
+    _refuse_untested_deny(
+        enforcement, request.check, results, explicit="enforcement" in request.model_fields_set
+    )
     policy = PolicyRow(
         org_id=org_id,
         name=request.name,
@@ -119,13 +172,66 @@ def create_policy(
         category=request.category,
         severity=request.severity,
         rule_text=headed(request.rule_text, fields),
+        check=request.check,
+        message=request.message,
+        enforcement=enforcement,
+        scope=request.scope.model_dump(mode="json", by_alias=True),
+        examples=examples,
         drafted_with=request.drafted_with,
         version=1,
     )
     policy.versions.append(_snapshot(policy, change_request))
     session.add(policy)
     session.flush()
+    # What agents receive changed: what runs drifts from it.
+    states.refresh_org(session, org_id=org_id)
     return policy
+
+
+def tested(check: str | None, message: str | None, examples: list[dict[str, Any]]) -> list[ExampleResult]:
+    """Run a check on its examples; CheckInvalid (400) when it does not compile or answers something
+    other than a boolean on one of them."""
+    validate_message(message)
+    if check is None:
+        return []
+    compiled = compile_check(check)
+    results = []
+    for example in map(PolicyExample.model_validate, examples):
+        result = run_check(compiled, example.input)
+        if result.outcome == "error" and result.error and result.error.startswith(NOT_BOOLEAN):
+            raise CheckInvalid(f"{result.error} on example '{example.name}'")
+        said = result.error if result.outcome == "error" else evaluate_message(message, example.input)
+        results.append(
+            ExampleResult(
+                name=example.name,
+                expect=example.expect,
+                outcome=result.outcome,
+                passed=result.outcome == example.expect,
+                message=said if result.outcome != "pass" else None,
+            )
+        )
+    return results
+
+
+def _refuse_untested_deny(
+    enforcement: str, check: str | None, results: list[ExampleResult], *, explicit: bool
+) -> None:
+    """A deny policy's check must be tested: at least one example, every one as expected. Asked
+    for without a check it is refused too (a severity's default deny on a policy without a check
+    stands: there is nothing to enforce until a check is added, which then needs its examples)."""
+    if enforcement != "deny":
+        return
+    if check is None:
+        if explicit:
+            raise InvalidInput("enforcement deny needs a check to enforce", field="enforcement")
+        return
+    failing = [result.name for result in results if not result.passed]
+    if not results or failing:
+        why = "it has no examples" if not results else f"these examples fail: {', '.join(failing)}"
+        raise InvalidInput(
+            f"enforcement deny needs a check whose examples all pass; {why} (use audit or warn meanwhile)",
+            field="enforcement",
+        )
 
 
 def list_policies(
@@ -178,12 +284,19 @@ def update_policy(
     change request that made it, if one did), the old one is kept."""
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
-    changes = {
-        field: getattr(request, field)
+        require_review_of_policies(session, org_id=org_id)
+    sent = {
+        field: _stored(getattr(request, field))
         for field in VERSIONED_FIELDS
-        if field in request.model_fields_set and getattr(request, field) != getattr(policy, field)
+        if field in request.model_fields_set
     }
+    changes = {field: value for field, value in sent.items() if value != getattr(policy, field)}
+    check, message = changes.get("check", policy.check), changes.get("message", policy.message)
+    examples = changes.get("examples", policy.examples)
+    enforcement = changes.get("enforcement", policy.enforcement)
+    if {"check", "message", "examples", "enforcement"} & changes.keys():
+        results = tested(check, message, examples)
+        _refuse_untested_deny(enforcement, check, results, explicit="enforcement" in changes)
     if not changes:
         return policy
     if "name" in changes:
@@ -198,6 +311,7 @@ def update_policy(
     policy.version += 1
     policy.versions.insert(0, _snapshot(policy, change_request))
     session.flush()
+    states.refresh_org(session, org_id=org_id)
     return policy
 
 
@@ -206,19 +320,23 @@ def delete_policy(
 ) -> PolicyRow:
     policy = get_policy(session, org_id=org_id, policy_id=policy_id)
     if change_request is None:
-        _require_review_of_policies(session, org_id=org_id)
+        require_review_of_policies(session, org_id=org_id)
     session.delete(policy)
     session.flush()
+    states.refresh_org(session, org_id=org_id)
     return policy
 
 
-def _require_review_of_policies(session: Session, *, org_id: str) -> None:
+def require_review_of_policies(
+    session: Session, *, org_id: str, payload: str = "this request's body"
+) -> None:
     """The rule that sends a policy's change to review: the organization requires approval of them."""
     if session.scalar(select(OrganizationRow.policy_approval_required).where(OrganizationRow.id == org_id)):
         raise ApprovalRequired(
             rule="This organization requires approval of new policies and policy changes",
             kind="policy",
             field="orgSlug",
+            payload=payload,
         )
 
 
@@ -263,16 +381,23 @@ def _system_target(key: str, settings: Settings) -> DraftingTarget:
     return DraftingTarget(drafted_with=drafted_with, endpoint=endpoint, operator_configured=True)
 
 
-def _ask(target: DraftingTarget, *, request: GeneratePolicyPrompt, settings: Settings) -> Completion:
+def _ask(target: DraftingTarget, *, prompt: str, settings: Settings) -> Completion:
     assert target.endpoint is not None
     return providers.ask_model(
         target.endpoint,
         operator_configured=target.operator_configured,
         settings=settings,
         system=SYSTEM_PROMPT,
-        prompt=drafting_prompt(request),
+        prompt=prompt,
         max_tokens=DRAFT_MAX_TOKENS,
     )
+
+
+def _stored(value: Any) -> Any:
+    """A request's value as the row keeps it: records and lists of them as their wire JSON."""
+    if isinstance(value, list):
+        return [_stored(item) for item in value]
+    return value.model_dump(mode="json", by_alias=True) if hasattr(value, "model_dump") else value
 
 
 def _snapshot(policy: PolicyRow, change_request: ChangeRequestRef | None) -> PolicyVersionRow:
@@ -287,3 +412,33 @@ def _refuse_duplicate_name(session: Session, *, org_id: str, name: str) -> None:
     taken = session.scalar(select(PolicyRow.id).where(PolicyRow.org_id == org_id, PolicyRow.name == name))
     if taken is not None:
         raise AlreadyExists(f"A policy named '{name}' already exists", field="name")
+
+
+def test_saved(session: Session, policy: PolicyRow) -> PolicyTestResult:
+    """A saved policy's examples as they run now, and what it flags of what runs."""
+    results = tested(policy.check, policy.message, policy.examples)
+    flagged = evaluation.impact(session, org_id=policy.org_id, policy=policy) if policy.check else []
+    return PolicyTestResult(examples=results, passed=_all_passed(results), impact=flagged)
+
+
+def test_unsaved(session: Session, *, org_id: str, request: TestPolicyCheck) -> PolicyTestResult:
+    """An unsaved check's examples and what it would flag of what runs now; nothing is saved."""
+    examples = [example.model_dump(mode="json", by_alias=True) for example in request.examples]
+    results = tested(request.check, request.message, examples)
+    # Never added to the session: a policy as it would be saved, for evaluation only.
+    draft = PolicyRow(
+        id="",
+        org_id=org_id,
+        name="(unsaved)",
+        version=0,
+        enforcement="audit",
+        check=request.check,
+        message=request.message,
+        scope=request.scope.model_dump(mode="json", by_alias=True),
+    )
+    flagged = evaluation.impact(session, org_id=org_id, policy=draft)
+    return PolicyTestResult(examples=results, passed=_all_passed(results), impact=flagged)
+
+
+def _all_passed(results: list[ExampleResult]) -> bool:
+    return bool(results) and all(result.passed for result in results)

@@ -10,8 +10,9 @@ request without a credential reaches its route with no caller: public reads take
 route answers 401.
 
 What turns a credential into a caller is an `Authenticator`, given by the app
-(service.app): an organization's API key is one (service.api_keys.service); this package knows no
-kind of credential itself.
+(service.app): an organization's API key is one (service.api_keys.service), a token of the
+identity provider or of a trusted workload another (service.signin.service), each tried by the
+credential's shape; this package knows no kind of credential itself.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import asyncio
 import logging
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Protocol
 
 from sqlalchemy.exc import SQLAlchemyError
@@ -51,12 +53,20 @@ class Caller:
     member_id: str | None = None
     member_email: str | None = None
     member_name: str | None = None
+    # How the caller proved who it is: "key" (key_id is the key's), "oidc" (a person's token from
+    # the identity provider; key_id is their member id) or "workload" (a trusted workload's token;
+    # key_id is the workload's id, `claims` what its conditions matched).
+    via: str = "key"
+    claims: Mapping[str, Any] | None = None
+    # A token's (oidc, workload) SHA-256, which its sign-in session is kept under, and its expiry.
+    token_hash: str | None = None
+    token_expires_at: datetime | None = None
 
     def org_id_for(self, org_slug: str) -> str:
         """The organization id when `org_slug` is the caller's own, else 403."""
         if org_slug != self.org_slug:
             raise Forbidden(
-                f"This API key belongs to organization '{self.org_slug}' and cannot act on '{org_slug}'",
+                f"This {'API key' if self.via == 'key' else 'caller'} belongs to organization '{self.org_slug}' and cannot act on '{org_slug}'",
                 field="orgSlug",
             )
         return self.org_id
@@ -135,7 +145,7 @@ class Authentication:
             with self.db.session(write=True) as session:
                 authenticated.afterwards(session)
         except SQLAlchemyError as exc:
-            logger.warning("Could not record the use of key %s: %s", authenticated.caller.key_id, exc)
+            logger.warning("Could not record the use of %s: %s", authenticated.caller.key_id, exc)
 
 
 def authenticated(scope: Scope) -> Authenticated:

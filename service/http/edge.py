@@ -5,10 +5,14 @@ its body (413, service.http.bodylimit), its rate budget (429, service.http.ratel
 `exempt_paths`), the sanity of its input, its body read once (400, service.http.inputguard), and
 who it comes from (its credential resolved once, service.http.auth). As separate middlewares these
 cost a one-query read a tenth of its time: each was a call deeper for the request and for every
-message of its answer, and each read the headers again.
+message of its answer, and each read the headers again. Once answered, the request is observed
+(counted, timed, logged: service.http.observation).
 """
 
 from __future__ import annotations
+
+import time
+from typing import Protocol
 
 from sqlalchemy.exc import DBAPIError
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -25,6 +29,14 @@ from service.http.requestid import current_request_id, request_id_for
 Headers = dict[bytes, bytes]
 
 
+class Observer(Protocol):
+    """Told of every request as its answer starts (the route it matched is known) and once it ends."""
+
+    def answering(self, scope: Scope) -> None: ...
+
+    def __call__(self, scope: Scope, status: int, seconds: float) -> None: ...
+
+
 class EdgeMiddleware:
     def __init__(
         self,
@@ -35,6 +47,7 @@ class EdgeMiddleware:
         authentication: Authentication,
         exempt_paths: frozenset[str],
         list_parameters: frozenset[str],
+        observe: Observer,
     ) -> None:
         self.app = app
         self.body_limit = body_limit
@@ -42,6 +55,7 @@ class EdgeMiddleware:
         self.authentication = authentication
         self.exempt_paths = exempt_paths
         self.list_parameters = list_parameters
+        self.observe = observe
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -52,12 +66,30 @@ class EdgeMiddleware:
         current_request_id.set(request_id)
         # Grows with the rate limit's headers before the answer starts.
         added = [(REQUEST_ID_HEADER, request_id.encode())]
+        started = time.perf_counter()
+        # What the answer's status was; a request that raised before answering counts as a 500.
+        answered = [500]
 
         async def send_with_headers(message: Message) -> None:
             if message["type"] == "http.response.start":
                 message["headers"] = [*message.get("headers", []), *added]
+                answered[0] = message["status"]
+                self.observe.answering(scope)
             await send(message)
 
+        try:
+            await self._answer(scope, receive, send_with_headers, headers, added)
+        finally:
+            self.observe(scope, answered[0], time.perf_counter() - started)
+
+    async def _answer(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send_with_headers: Send,
+        headers: Headers,
+        added: list[tuple[bytes, bytes]],
+    ) -> None:
         declared = self.body_limit.declared(headers)
         if declared is None:
 

@@ -66,6 +66,11 @@ def app_routes(app: Any) -> list[BaseRoute]:
     return [inner for route in app.routes for inner in (route if isinstance(route, RouteIndex) else [route])]
 
 
+def plain_routes(app: Any) -> list[BaseRoute]:
+    """The app's routes outside the index (/metrics, the API's documents and their files)."""
+    return [route for route in app.routes if not isinstance(route, RouteIndex)]
+
+
 def api_routes(app: Any) -> list[APIRoute]:
     return [route for route in app_routes(app) if isinstance(route, APIRoute)]
 

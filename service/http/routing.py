@@ -29,7 +29,7 @@ from fastapi.routing import APIRoute
 from sqlalchemy.orm import Session
 from starlette.responses import Response
 
-from service.errors import ServiceError
+from service.errors import RefusalOnRecord, ServiceError
 from service.http.auth import authenticated
 from service.http.deps import ON_COMMIT, PUBLIC_READ, LeastRole, least_role, session_parameter
 from service.http.errors import service_error_response, validation_error_response
@@ -110,6 +110,10 @@ def _in_unit_of_work(
             # An answer already of the route's response model is sent as it is: validating and
             # converting it again would cost more than a small read.
             return rendered_json(result) if type(result) is answers else result
+        except RefusalOnRecord as refused:
+            work.rollback()
+            _record_refusal(work, refused, arguments)
+            raise
         except BaseException:
             work.rollback()
             raise
@@ -125,6 +129,21 @@ def _in_unit_of_work(
         return await asyncio.get_running_loop().run_in_executor(None, context.run, run, arguments)
 
     return in_a_worker_thread
+
+
+def _record_refusal(work: Session, refused: RefusalOnRecord, arguments: dict[str, Any]) -> None:
+    """What a refusal keeps on record, and its audit event naming the caller and what was asked,
+    in a transaction of their own after the refused work's."""
+    target = refused.record_refusal(work)
+    record(
+        work,
+        actor=arguments["caller"],
+        action=refused.audit_action,
+        result=target,
+        arguments=arguments,
+        request_id=current_request_id.get(),
+    )
+    work.commit()
 
 
 async def authorized_before_validated(request: Request, exc: Exception) -> Response:

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query
+from fastapi import Path, Query
 
 from api.common import Page
 from api.members import CreateMember, Member, UpdateMember
@@ -11,6 +11,7 @@ from service.http.routing import api_router
 from service.members import service
 
 router = api_router("/members", tags=["Members"])
+MemberIdPath = Annotated[str, Path(alias="memberId", description="The member's id.")]
 
 
 @router.post("", response_model=Member)
@@ -34,15 +35,19 @@ def list_members(
     return Page[Member](items=[Member.model_validate(m) for m in members], total=len(members))
 
 
-@router.get("/{member_id}", response_model=Member)
-def get_member(member_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Member:
+@router.get("/{memberId}", response_model=Member)
+def get_member(
+    member_id: MemberIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
+) -> Member:
     """One member."""
     member = service.get_member(session, org_id=caller.org_id_for(org_slug), member_id=member_id)
     return Member.model_validate(member)
 
 
-@router.patch("/{member_id}", response_model=Member)
-def update_member(member_id: str, body: UpdateMember, caller: Admin, session: WriteSession) -> Member:
+@router.patch("/{memberId}", response_model=Member)
+def update_member(
+    member_id: MemberIdPath, body: UpdateMember, caller: Admin, session: WriteSession
+) -> Member:
     """Rename a member or change their role: their keys follow the new role from their next request."""
     member = service.update_member(
         session, org_id=caller.org_id_for(body.org_slug), member_id=member_id, request=body
@@ -50,8 +55,10 @@ def update_member(member_id: str, body: UpdateMember, caller: Admin, session: Wr
     return Member.model_validate(member)
 
 
-@router.delete("/{member_id}", response_model=Member)
-def deactivate_member(member_id: str, org_slug: OrgSlugQuery, caller: Admin, session: WriteSession) -> Member:
+@router.delete("/{memberId}", response_model=Member)
+def deactivate_member(
+    member_id: MemberIdPath, org_slug: OrgSlugQuery, caller: Admin, session: WriteSession
+) -> Member:
     """Deactivate a member and revoke their keys at once. Their past actions stay in the audit trail."""
     member = service.deactivate_member(session, org_id=caller.org_id_for(org_slug), member_id=member_id)
     return Member.model_validate(member)

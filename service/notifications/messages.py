@@ -13,10 +13,10 @@ from email.message import EmailMessage
 from typing import Any
 
 from api.common import format_timestamp
-from service import __version__
+from api.version import VERSION
 from service.settings import Settings
 
-USER_AGENT = f"Orgdeck-Webhooks/{__version__}"
+USER_AGENT = f"Orgdeck-Webhooks/{VERSION}"
 JSON = "application/json"
 TITLES = {
     "agent.stale": "Agent is stale",
@@ -27,6 +27,7 @@ TITLES = {
     "deployment.partial": "Deployment partly failed",
     "change_request.opened": "Change request opened",
     "change_request.decided": "Change request decided",
+    "policy.violation": "Policy violated",
 }
 
 

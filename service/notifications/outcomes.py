@@ -15,6 +15,7 @@ from sqlalchemy.orm import Session
 from api.common import format_timestamp
 from service.notifications.queue import CHANNELS, DELIVERIES, LOGS, Claim, log_row, update_deliveries
 from service.notifications.service import disable_channel
+from service.observability import metrics
 from service.settings import Settings
 
 # A receiver asking for more than a day is answered on the schedule's terms instead.
@@ -120,6 +121,8 @@ def record(session: Session, settings: Settings, attempts: list[Attempt]) -> Non
     update_deliveries(session, updates)
     if logs:
         connection.execute(insert(LOGS), logs)
+    for log in logs:
+        metrics.DELIVERY_ATTEMPTS.labels(outcome=log["status"], channel_kind=log["channel_kind"]).inc()
     for channel_id, at in gone.items():
         disable_channel(
             session,

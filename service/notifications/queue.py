@@ -26,6 +26,7 @@ from service.events.models import EventRow
 from service.notifications.logs import instant
 from service.notifications.messages import Message
 from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow, SubscriptionRow
+from service.observability import metrics
 from service.orgs.models import OrganizationRow
 from service.settings import Settings
 from service.storage.crypto import Cipher, DecryptionFailed
@@ -59,6 +60,8 @@ class Claim:
     secrets: tuple[str, ...]
     # Why the channel cannot be sent to this round (its secret no configured key opens).
     unsendable: str | None = None
+    # The traceparent of what recorded the event: the attempt is a span of that trace.
+    trace_context: str | None = None
 
 
 # -- fan-out ------------------------------------------------------------------------------------
@@ -148,6 +151,7 @@ _CLAIM_COLUMNS = (
     EventRow.type.label("event_type"),
     EventRow.occurred_at,
     EventRow.payload,
+    EventRow.trace_context,
     ChannelRow.id.label("channel_id"),
     ChannelRow.name.label("channel_name"),
     ChannelRow.kind.label("channel_kind"),
@@ -251,6 +255,8 @@ def claim_due(
     token = new_id("lease")
     claims: list[Claim] = []
     cut_short = [row for row in chosen if row.lease_token is not None]
+    if cut_short:
+        metrics.LEASE_TAKEOVERS.labels(kind="delivery").inc(len(cut_short))
     given_up = _log_cut_short(session, settings, cut_short, now)
     for row in chosen:
         if row.id in given_up:
@@ -278,6 +284,7 @@ def claim_due(
                 ),
                 secrets=channel_secrets,
                 unsendable=unsendable,
+                trace_context=row.trace_context,
             )
         )
     if claims:

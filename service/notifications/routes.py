@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import Query, Request, Response
+from fastapi import Path, Query, Request, Response
 
 from api.common import OrgScoped, Page
 from api.notifications import (
@@ -39,6 +39,8 @@ from service.notifications.query import (
 from service.storage.crypto import cipher_for
 
 router = api_router("/notifications", tags=["Notifications"])
+DeliveryIdPath = Annotated[str, Path(alias="deliveryId", description="The delivery's id.")]
+ChannelIdPath = Annotated[str, Path(alias="channelId", description="The channel's id.")]
 
 
 @router.post("/channels", response_model=CreatedChannel)
@@ -60,9 +62,13 @@ def list_channels(org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) 
     return Page[Channel](items=[Channel.model_validate(c) for c in channels], total=len(channels))
 
 
-@router.patch("/channels/{channel_id}", response_model=Channel)
+@router.patch("/channels/{channelId}", response_model=Channel)
 def update_channel(
-    channel_id: str, body: UpdateChannel, caller: Operator, session: WriteSession, settings: AppSettings
+    channel_id: ChannelIdPath,
+    body: UpdateChannel,
+    caller: Operator,
+    session: WriteSession,
+    settings: AppSettings,
 ) -> Channel:
     """Rename a channel, give it a new address, or enable or disable it. A disabled channel holds
     its deliveries (state `held`) until it is enabled and they are recovered."""
@@ -77,9 +83,9 @@ def update_channel(
     return Channel.model_validate(channel)
 
 
-@router.post("/channels/{channel_id}/rotate-secret", response_model=CreatedChannel)
+@router.post("/channels/{channelId}/rotate-secret", response_model=CreatedChannel)
 def rotate_secret(
-    channel_id: str, body: OrgScoped, caller: Operator, session: WriteSession, settings: AppSettings
+    channel_id: ChannelIdPath, body: OrgScoped, caller: Operator, session: WriteSession, settings: AppSettings
 ) -> CreatedChannel:
     """A new `whsec_` signing secret for a webhook channel, in this answer only. Until
     `previousSecretExpiresAt` every delivery is signed with both secrets."""
@@ -95,8 +101,10 @@ def rotate_secret(
     )
 
 
-@router.post("/channels/{channel_id}/recover", response_model=Recovered)
-def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: WriteSession) -> Recovered:
+@router.post("/channels/{channelId}/recover", response_model=Recovered)
+def recover(
+    channel_id: ChannelIdPath, body: RecoverRequest, caller: Operator, session: WriteSession
+) -> Recovered:
     """Queue again, now, the channel's `failed`, `dead` and `held` deliveries made since `since`."""
     count = deliveries.recover(
         session, org_id=caller.org_id_for(body.org_slug), channel_id=channel_id, request=body
@@ -104,18 +112,18 @@ def recover(channel_id: str, body: RecoverRequest, caller: Operator, session: Wr
     return Recovered(channel_id=channel_id, since=body.since, until=body.until, recovered=count)
 
 
-@router.delete("/channels/{channel_id}", response_model=Channel)
+@router.delete("/channels/{channelId}", response_model=Channel)
 def delete_channel(
-    channel_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
+    channel_id: ChannelIdPath, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Channel:
     """Delete a channel and its subscriptions. Its delivery logs are kept."""
     channel = service.delete_channel(session, org_id=caller.org_id_for(org_slug), channel_id=channel_id)
     return Channel.model_validate(channel)
 
 
-@router.post("/channels/{channel_id}/test", response_model=Delivery)
+@router.post("/channels/{channelId}/test", response_model=Delivery)
 def test_channel(
-    channel_id: str, body: ChannelTestRequest, caller: Operator, session: WriteSession
+    channel_id: ChannelIdPath, body: ChannelTestRequest, caller: Operator, session: WriteSession
 ) -> Delivery:
     """Queue a test event for this channel alone; it is sent like any other (see the logs)."""
     delivery = service.send_test(
@@ -138,9 +146,13 @@ def list_deliveries(request: Request, caller: Viewer, session: ReadSession) -> P
     )
 
 
-@router.get("/deliveries/{delivery_id}", response_model=DeliveryDetail)
+@router.get("/deliveries/{deliveryId}", response_model=DeliveryDetail)
 def get_delivery(
-    delivery_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession, settings: AppSettings
+    delivery_id: DeliveryIdPath,
+    org_slug: OrgSlugQuery,
+    caller: Viewer,
+    session: ReadSession,
+    settings: AppSettings,
 ) -> DeliveryDetail:
     """A delivery with its event, the body every attempt sends, and each attempt: the request's
     headers (never a secret), the answer's status, headers and first 4 KiB, latency and error."""
@@ -149,8 +161,8 @@ def get_delivery(
     )
 
 
-@router.post("/deliveries/{delivery_id}/resend", response_model=Delivery)
-def resend(delivery_id: str, body: OrgScoped, caller: Operator, session: WriteSession) -> Delivery:
+@router.post("/deliveries/{deliveryId}/resend", response_model=Delivery)
+def resend(delivery_id: DeliveryIdPath, body: OrgScoped, caller: Operator, session: WriteSession) -> Delivery:
     """Queue an attempt now, whatever the delivery's state, with a new round of retries after it.
     The message keeps its `webhook-id`."""
     delivery = deliveries.resend(session, org_id=caller.org_id_for(body.org_slug), delivery_id=delivery_id)

@@ -44,6 +44,7 @@ from service.notifications.queue import (
     release,
     renew_leases,
 )
+from service.observability import tracing
 from service.outbound.urls import HostUnresolved, OutboundRefused, check_outbound_url
 from service.outbound.webhooks import signature_headers
 from service.settings import Settings
@@ -268,7 +269,13 @@ class Sender:
 
     async def _send(self, claim: Claim) -> None:
         try:
-            outcome = await self._attempt(claim, self._connections)
+            with tracing.continued(
+                "notification delivery",
+                claim.trace_context,
+                delivery_id=claim.delivery_id,
+                attempt=claim.attempt,
+            ):
+                outcome = await self._attempt(claim, self._connections)
         except Exception:
             # A bug, not the receiver: the attempt fails and is retried like any other.
             logger.exception("Delivery %s: the attempt failed unexpectedly", claim.delivery_id)
@@ -286,6 +293,9 @@ class Sender:
             return await self._email(claim)
         sent = content(claim.message, self.settings)
         headers = {"Content-Type": JSON, "User-Agent": USER_AGENT}
+        traceparent = tracing.current_traceparent()  # the receiver may continue the trace
+        if traceparent:
+            headers["traceparent"] = traceparent
         if claim.message.channel_kind == "webhook":
             url = claim.message.channel_config["url"]
             headers |= signature_headers(claim.delivery_id, sent.body, claim.secrets)

@@ -1,5 +1,9 @@
 from __future__ import annotations
 
+from typing import Annotated
+
+from fastapi import Path
+
 from api.common import Page
 from api.providers import (
     CreateProvider,
@@ -15,6 +19,7 @@ from service.providers import service
 from service.storage.crypto import cipher_for
 
 router = api_router("/providers", tags=["LLM providers"])
+ProviderIdPath = Annotated[str, Path(alias="providerId", description="The provider's id.")]
 
 
 @router.post("", response_model=Provider)
@@ -43,15 +48,21 @@ def list_system_models(caller: Viewer, session: ReadSession, settings: AppSettin
     return Page[SystemModel](items=models, total=len(models))
 
 
-@router.get("/{provider_id}", response_model=Provider)
-def get_provider(provider_id: str, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession) -> Provider:
+@router.get("/{providerId}", response_model=Provider)
+def get_provider(
+    provider_id: ProviderIdPath, org_slug: OrgSlugQuery, caller: Viewer, session: ReadSession
+) -> Provider:
     record = service.get_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
 
 
-@router.patch("/{provider_id}", response_model=Provider)
+@router.patch("/{providerId}", response_model=Provider)
 def update_provider(
-    provider_id: str, body: UpdateProvider, caller: Operator, session: WriteSession, settings: AppSettings
+    provider_id: ProviderIdPath,
+    body: UpdateProvider,
+    caller: Operator,
+    session: WriteSession,
+    settings: AppSettings,
 ) -> Provider:
     """Change the fields given; `apiKey` replaces the stored key (null removes it)."""
     record = service.update_provider(
@@ -64,17 +75,17 @@ def update_provider(
     return Provider.model_validate(record)
 
 
-@router.delete("/{provider_id}", response_model=Provider)
+@router.delete("/{providerId}", response_model=Provider)
 def delete_provider(
-    provider_id: str, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
+    provider_id: ProviderIdPath, org_slug: OrgSlugQuery, caller: Operator, session: WriteSession
 ) -> Provider:
     record = service.delete_provider(session, org_id=caller.org_id_for(org_slug), provider_id=provider_id)
     return Provider.model_validate(record)
 
 
-@router.post("/{provider_id}/test", response_model=ProviderTestResult)
+@router.post("/{providerId}/test", response_model=ProviderTestResult)
 def test_provider(
-    provider_id: str,
+    provider_id: ProviderIdPath,
     body: ProviderTestRequest,
     caller: Operator,
     session: ReadSession,

@@ -10,9 +10,13 @@ from collections.abc import Sequence
 from typing import Any
 
 from service.errors import ServiceError
+from service.http.requestid import current_request_id
+from service.observability import logs
 from service.redaction import logs as logredact
 from service.settings import Settings
 from service.storage.db import Database
+
+logger = logging.getLogger("orgdeck.migrate")
 
 
 def _database(settings: Settings) -> Database:
@@ -20,13 +24,19 @@ def _database(settings: Settings) -> Database:
     return Database(settings.resolved_database_url)
 
 
-def cmd_migrate(settings: Settings, _args: argparse.Namespace) -> int:
-    from service.storage.migrate import upgrade
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    from service.storage.migrate import Standing, schema_state, upgrade
 
     db = _database(settings)
-    upgrade(db)
-    db.dispose()
-    print("Database is at the newest schema.", file=sys.stderr)
+    try:
+        if getattr(args, "check", False):
+            state = schema_state(db)
+            print(f"Database is {state.standing.value}: {state.describe()}.", file=sys.stderr)
+            return 0 if state.standing is Standing.AT_HEAD else 1
+        upgrade(db)
+    finally:
+        db.dispose()
+    logger.info("Database is at the newest schema.")
     return 0
 
 
@@ -37,7 +47,6 @@ def run_server(
     port: int,
     settings: Settings,
     proxy_headers: bool = False,
-    access_log: bool = False,
 ) -> None:
     """Serve an ASGI app the way `serve` does (benches serve their reference app through this too)."""
     import uvicorn
@@ -47,9 +56,10 @@ def run_server(
         host=host,
         port=port,
         log_level=settings.log_level.lower(),
-        # A line per request costs a cheap request over a tenth of its time; the load balancer in
-        # front usually keeps that log already. Errors are logged either way.
-        access_log=access_log,
+        # uvicorn's records go to the root logger's one handler, in ORGDECK_LOG_FORMAT (main).
+        log_config=None,
+        # The service writes its own access line (service.http.observation), with the request's id.
+        access_log=False,
         proxy_headers=proxy_headers,
         forwarded_allow_ips="*" if proxy_headers else None,
     )
@@ -59,23 +69,27 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     from service.app import create_app
 
     cmd_migrate(settings, args)
+    if args.access_log:
+        settings = settings.model_copy(update={"access_log": True})
     run_server(
         create_app(settings),
         host=args.host,
         port=args.port,
         settings=settings,
         proxy_headers=args.proxy_headers,
-        access_log=args.access_log,
     )
     return 0
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     """Run the background worker alone (with ORGDECK_RUN_WORKER=false on the serving processes)."""
+    from service.observability import tracing
     from service.worker import Worker
 
     cmd_migrate(settings, args)
-    worker = Worker(_database(settings), settings)
+    db = _database(settings)
+    tracing.instrument_engine(db.engine)
+    worker = Worker(db, settings)
     try:
         worker.run()
     except KeyboardInterrupt:
@@ -150,13 +164,21 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument(
         "--proxy-headers", action="store_true", help="trust X-Forwarded-For from a load balancer in front"
     )
-    serve.add_argument("--access-log", action="store_true", help="log a line for every request")
+    serve.add_argument(
+        "--access-log", action="store_true", help="log a line for every request (as ORGDECK_ACCESS_LOG=true)"
+    )
     serve.set_defaults(handler=cmd_serve)
 
     worker = commands.add_parser("worker", help="run the background worker (jobs, deliveries, checks)")
     worker.set_defaults(handler=cmd_worker)
 
     migrate = commands.add_parser("migrate", help="bring the database schema up to date")
+    migrate.add_argument(
+        "--check",
+        action="store_true",
+        help="change nothing; exit 0 when the database is at this code's head, 1 when it is behind "
+        "or newer than the code",
+    )
     migrate.set_defaults(handler=cmd_migrate)
 
     create_org = commands.add_parser(
@@ -181,11 +203,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    from service.storage.migrate import SchemaNewerThanCode
+
     args = build_parser().parse_args(argv)
     settings = Settings()
-    logging.basicConfig(
-        level=settings.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logs.configure(settings.log_format, settings.log_level, current_request_id.get)
     logging.getLogger("alembic").setLevel(logging.WARNING)
     logredact.install()
-    return args.handler(settings, args)
+    try:
+        return args.handler(settings, args)
+    except SchemaNewerThanCode as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
@@ -251,6 +252,14 @@ class Database:
             raise
         finally:
             session.close()
+
+    def file_gone(self) -> bool:
+        """Whether a SQLite database's file has been removed under the service: its open connections
+        still read and write the removed file, and every change made now is lost with them."""
+        if not self.is_sqlite:
+            return False
+        path = make_url(self.url).database
+        return bool(path) and path != ":memory:" and not Path(path).exists()
 
     def ping(self) -> bool:
         try:

@@ -1,6 +1,8 @@
 from __future__ import annotations
 
-from fastapi import Query
+from typing import Annotated
+
+from fastapi import Path, Query
 
 from api.common import DEFAULT_PAGE_SIZE, Page
 from api.tools import CreateTool, RecordToolDeployment, Tool, ToolDeployment, UpdateTool
@@ -19,6 +21,7 @@ from service.tools import service
 from service.tools.models import ToolRow
 
 router = api_router("/tools", tags=["Tools"])
+ToolIdPath = Annotated[str, Path(alias="toolId", description="The tool's id.")]
 # Tool deployment records live under /agents with the other deployment operations. Register this
 # router before the agents' own, so that /agents/{stableKey} never captures these paths.
 deployments_router = api_router("/agents", tags=["Tools"])
@@ -43,21 +46,21 @@ def list_tools(
     return Page[Tool](items=[_tool(t) for t in tools], limit=limit, offset=offset, total=total)
 
 
-@router.get("/{tool_id}", response_model=Tool)
-def get_tool(tool_id: str, caller: Viewer, session: ReadSession) -> Tool:
+@router.get("/{toolId}", response_model=Tool)
+def get_tool(tool_id: ToolIdPath, caller: Viewer, session: ReadSession) -> Tool:
     """One tool of the key's organization (another organization's tool is 404)."""
     return _tool(service.get_tool(session, org_id=caller.org_id, tool_id=tool_id))
 
 
-@router.patch("/{tool_id}", response_model=Tool)
-def update_tool(tool_id: str, body: UpdateTool, caller: Operator, session: WriteSession) -> Tool:
+@router.patch("/{toolId}", response_model=Tool)
+def update_tool(tool_id: ToolIdPath, body: UpdateTool, caller: Operator, session: WriteSession) -> Tool:
     """Change any of name, description and inputSchema; the toolKey is permanent."""
     tool = service.update_tool(session, org_id=caller.org_id, tool_id=tool_id, request=body)
     return _tool(tool)
 
 
-@router.delete("/{tool_id}", response_model=Tool)
-def delete_tool(tool_id: str, caller: Operator, session: WriteSession) -> Tool:
+@router.delete("/{toolId}", response_model=Tool)
+def delete_tool(tool_id: ToolIdPath, caller: Operator, session: WriteSession) -> Tool:
     """Delete a tool; the records of its deployments stay."""
     return _tool(service.delete_tool(session, org_id=caller.org_id, tool_id=tool_id))
 

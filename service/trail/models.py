@@ -33,6 +33,10 @@ class AuditEventRow(Base):
     actor_key_name: Mapped[str | None] = mapped_column(String(200))
     actor_member_id: Mapped[str | None] = mapped_column(String(40))
     actor_member_email: Mapped[str | None] = mapped_column(String(320))
+    # How the actor proved who it is: an API key (null), the identity provider (`oidc`), or a trusted
+    # workload's token (`workload`, with the claims its conditions matched).
+    actor_via: Mapped[str | None] = mapped_column(String(20))
+    actor_claims: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
     action: Mapped[str] = mapped_column(String(100))
     target_type: Mapped[str | None] = mapped_column(String(40))
     target_id: Mapped[str | None] = mapped_column(String(200))

@@ -8,9 +8,10 @@ secret fields and credentials in free-form objects redacted (service/redaction/o
 their host. The target is what the route returned: its type, id and name; a record without an id
 of its own names what it belongs to (a signing key its environment, a recovery its channel), and
 the organization's settings name the organization. A request that fails writes nothing, its event
-included; a request that changed nothing (a list, a preview, a PATCH or PUT equal to what is
-stored) leaves none: only a net change of a row counts as a write, not an attribute set to the
-value it had.
+included, but for a refusal that is itself on record (service.errors.RefusalOnRecord: a deployment
+a deny policy refuses), whose event is written after the refused work is rolled back; a request
+that changed nothing (a list, a preview, a PATCH or PUT equal to what is stored) leaves none: only
+a net change of a row counts as a write, not an attribute set to the value it had.
 
 A change applied by an approved change request is on record as its direct call would be
 (`record_applied`): the same action, target and fields, its requester the actor, naming the request
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from pydantic import BaseModel
@@ -50,6 +52,8 @@ class Actor(Protocol):
     key_name: str
     member_id: str | None
     member_email: str | None
+    via: str
+    claims: Mapping[str, Any] | None
 
 
 def record(
@@ -69,6 +73,8 @@ def record(
         "actor_key_name": actor.key_name,
         "actor_member_id": actor.member_id,
         "actor_member_email": actor.member_email,
+        "actor_via": None if actor.via == "key" else actor.via,
+        "actor_claims": dict(actor.claims) if actor.claims else None,
     }
     _append(session, actor.org_id, actor.org_name, who, action, result, _changes(arguments), request_id)
 
@@ -106,7 +112,7 @@ def _append(
     session: Session,
     org_id: str,
     org_name: str | None,
-    who: dict[str, str | None],
+    who: dict[str, Any],
     action: str,
     result: Any,
     changes: dict[str, Any],

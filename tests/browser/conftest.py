@@ -49,10 +49,15 @@ def service_console_url(tmp_path_factory: pytest.TempPathFactory, database_url: 
 
 @contextmanager
 def running_console(
-    data_dir: Path, database_url: str, api_url: str | None = None, api_key: str | None = None
+    data_dir: Path,
+    database_url: str,
+    api_url: str | None = None,
+    api_key: str | None = None,
+    secrets: str | None = None,
 ) -> Iterator[str]:
     """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`
-    (acting with `api_key` when given, else each person signs in)."""
+    (acting with `api_key` when given, else each person signs in). `secrets`: its secrets.toml,
+    with `{url}` standing for the console's own address."""
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
@@ -69,8 +74,12 @@ def running_console(
     log = (data_dir / "streamlit.log").open("w")
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
+    if secrets is not None:
+        secrets_file = data_dir / "secrets.toml"
+        secrets_file.write_text(secrets.replace("{url}", url))
+        command += ["--secrets.files", str(secrets_file)]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until_up(url + "/_stcore/health", process)
         yield url

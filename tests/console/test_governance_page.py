@@ -6,7 +6,7 @@ import pytest
 
 from api import OrgdeckClient
 from tests.console.conftest import select_row, texts
-from tests.fake_llm import REPLY, FakeLLM, running_fake_llm
+from tests.fake_llm import REPLY, FakeLLM, drafted, running_fake_llm
 
 PAGE = "pages/governance.py"
 INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls."
@@ -15,11 +15,17 @@ INSTRUCTIONS = "Never log customer PII. Always use TLS for outbound calls."
 @pytest.fixture
 def fake_llm() -> Iterator[FakeLLM]:
     with running_fake_llm() as fake:
+        fake.reply = drafted(REPLY)
         yield fake
 
 
 def org_client(server, org) -> OrgdeckClient:
     return OrgdeckClient(server.url, org.key, org_slug=org.slug)
+
+
+def versions(app):
+    """The versions table of the chosen policy (the one with a Saved column)."""
+    return next(table.value for table in app.dataframe if "Saved" in table.value)
 
 
 def click(app, label: str) -> None:
@@ -56,7 +62,7 @@ def test_draft_edit_save_with_the_builtin_drafter(console, server, org):
     retitled = edited.replace("Title: Do not log customer PII", "Title: Customer data in logs")
     assert (saved.name, saved.rule_text, saved.category) == ("Customer data in logs", retitled, "compliance")
     assert list(app.dataframe[0].value["Name"]) == ["Customer data in logs"]
-    assert list(app.dataframe[1].value["Version"]) == [1]  # the versions of the chosen policy
+    assert list(versions(app)["Version"]) == [1]  # the versions of the chosen policy
 
 
 def test_draft_with_an_organizations_provider(console, server, org, fake_llm):
@@ -115,7 +121,7 @@ def test_edit_every_field_keeps_versions_and_finds_by_name(console, server, org)
     # The rule text's own title and classification follow: no old "Title: Secrets" left behind.
     assert "Title: Secrets stay out of logs\nCategory: compliance · Severity: warning" in saved.rule_text
     assert app.text_area(key=f"policy_{secrets.id}_2_text").value == saved.rule_text
-    assert list(app.dataframe[1].value["Version"]) == [2, 1]
+    assert list(versions(app)["Version"]) == [2, 1]
     assert "+Title: Secrets stay out of logs" in app.code[-1].value
 
     app.text_input(key="search").input("LOGS").run()

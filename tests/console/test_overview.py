@@ -36,6 +36,7 @@ def test_overview_counts_what_needs_attention_and_links_to_it(console, server, o
         "Error": "0",
         "Failed jobs, 7 days": "1",
         "Dead deliveries, 7 days": "0",
+        "Policy violations": "0",
     }
     assert "**partner** is a webhook target without a signing key" in shown
     assert "Job to **staging** error" in shown
