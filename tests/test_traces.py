@@ -138,7 +138,7 @@ def test_a_request_its_job_and_its_notification_share_one_trace(
             names = {name for trace_id, name, _ in collector.spans() if trace_id == TRACE_ID}
             return names if {"deployment job", "notification delivery"} <= names else None
 
-        names = wait_for(traced_spans, timeout=30, what="the job's and the delivery's spans")
+        names = wait_for(traced_spans, timeout=90, what="the job's and the delivery's spans")
         assert "POST /api/agents/deployments" in names, sorted(names)  # the request itself
         assert any(name.lower().startswith(("insert", "select")) for name in names)  # its SQL
         job_spans = [a for t, n, a in collector.spans() if n == "deployment job" and t == TRACE_ID]

@@ -12,6 +12,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -181,15 +182,19 @@ def click_row(page, table, text: str) -> None:
     """
     table.locator("[role=gridcell]").first.wait_for(state="attached", timeout=30_000)
     rows = table.locator("[role=row]")
-    for i in range(rows.count()):
-        if text in (rows.nth(i).text_content() or ""):
-            index = int(rows.nth(i).get_attribute("aria-rowindex"))
-            table.scroll_into_view_if_needed()
-            box = table.bounding_box()
-            assert box is not None
-            page.mouse.click(box["x"] + 16, box["y"] + (index - 0.5) * ROW_HEIGHT)
-            settle(page)
-            return
+    # A table redrawn after a filter or a save may still show its former rows for a moment.
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        for i in range(rows.count()):
+            if text in (rows.nth(i).text_content() or ""):
+                index = int(rows.nth(i).get_attribute("aria-rowindex"))
+                table.scroll_into_view_if_needed()
+                box = table.bounding_box()
+                assert box is not None
+                page.mouse.click(box["x"] + 16, box["y"] + (index - 0.5) * ROW_HEIGHT)
+                settle(page)
+                return
+        page.wait_for_timeout(250)
     raise AssertionError(f"no row holds {text!r}")
 
 
