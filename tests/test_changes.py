@@ -305,6 +305,24 @@ def test_policies_need_approval_when_the_organization_says_so(client, team):
     assert client.policies.list().items == []
 
 
+def test_a_policy_changes_preview_shows_the_scope_and_examples_it_changes(client, team):
+    """A reviewer sees every versioned field a request changes, not only its text: a narrowed scope
+    or a replaced example is shown before and after."""
+    dee = team.member("dee", "author")
+    policy = client.policies.create("no-gpt-3.5", "Production agents do not use gpt-3.5.")
+    client.settings.update(policy_approval_required=True)
+    scope = {"environments": {"match": "names", "names": ["production"]}, "agents": {"match": "all"}}
+    example = {"name": "gpt-4o passes", "input": {"agent": {"model": "gpt-4o"}}, "expect": "pass"}
+    change = dee.change_requests.open(
+        "policy", {"policyId": policy.id, "scope": scope, "examples": [example]}, "Production only"
+    )
+    before, after = change.preview["before"], change.preview["after"]
+    assert before["scope"]["environments"]["match"] == "all" and before["examples"] == []
+    assert after["scope"]["environments"] == {"match": "names", "names": ["production"]}
+    assert after["examples"] == [example]
+    assert after["ruleText"] == before["ruleText"] == "Production agents do not use gpt-3.5."
+
+
 def test_protection_rules_are_the_admins_and_shown_in_listings(client, team, http, org):
     environment = client.environments.create("production")
     ops = team.member("ops", "operator")

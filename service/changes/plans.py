@@ -4,7 +4,7 @@ applied, and its preview (field changes, a content diff or a policy's text diff)
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -43,16 +43,6 @@ from service.outbound.webhooks import new_secret
 from service.registries import service as registries
 from service.tools import service as tools
 
-POLICY_FIELDS = (
-    "name",
-    "description",
-    "category",
-    "severity",
-    "rule_text",
-    "check",
-    "message",
-    "enforcement",
-)
 # What a preview shows in place of a secret's value or a signing key: never the value itself.
 NEW_VALUE = "[new value]"
 
@@ -143,7 +133,7 @@ def plan_policy(session: Session, org_id: str, org_slug: str, payload: dict[str,
         return _exception_plan(session, org_id, _parsed(PolicyExceptionChange, payload, org_slug))
     if "policyId" not in payload:
         created = _parsed(CreatePolicy, payload, org_slug)
-        after = {field: getattr(created, field) for field in POLICY_FIELDS}
+        after = _policy_fields(created, governance.VERSIONED_FIELDS)
         return _policy_plan(created, None, None, after, f"policy {created.name} (new)")
     change: PolicyUpdateChange | PolicyDeleteChange = (
         _parsed(PolicyDeleteChange, payload, org_slug)
@@ -151,10 +141,10 @@ def plan_policy(session: Session, org_id: str, org_slug: str, payload: dict[str,
         else _parsed(PolicyUpdateChange, payload, org_slug)
     )
     policy = governance.get_policy(session, org_id=org_id, policy_id=change.policy_id)
-    before = {field: getattr(policy, field) for field in POLICY_FIELDS}
+    before = _policy_fields(policy, governance.VERSIONED_FIELDS)
     if isinstance(change, PolicyDeleteChange):
         return _policy_plan(change, policy, before, None, f"policy {policy.name} (delete)")
-    after = before | {field: getattr(change, field) for field in change.model_fields_set & set(POLICY_FIELDS)}
+    after = before | _policy_fields(change, change.model_fields_set & set(governance.VERSIONED_FIELDS))
     return _policy_plan(change, policy, before, after, f"policy {policy.name}")
 
 
@@ -445,7 +435,20 @@ def _policy_text(fields: dict[str, Any] | None) -> str:
 
 
 def _camel(fields: dict[str, Any] | None) -> dict[str, Any]:
-    return {("ruleText" if key == "rule_text" else key): value for key, value in (fields or {}).items()}
+    return {to_camel(key): value for key, value in (fields or {}).items()}
+
+
+def _policy_fields(source: object, fields: Iterable[str]) -> dict[str, Any]:
+    """A policy's fields as a preview shows them, the scope and examples included, in JSON terms."""
+    return {field: _plain(getattr(source, field)) for field in fields}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json", by_alias=True)
+    if isinstance(value, list):
+        return [_plain(item) for item in value]
+    return value
 
 
 Shape = TypeVar("Shape", bound=BaseModel)
