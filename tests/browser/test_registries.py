@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.browser.conftest import click_row, grid_cells, open_page, shoot
+from tests.browser.conftest import choose, click_row, form_with, grid_cells, open_page, settle, shoot, submit
 
 pytestmark = pytest.mark.browser
 
@@ -43,3 +43,39 @@ def test_versions_tab_charts_publications_and_labels(page, console_url):
     shoot(page, "registries-versions")
     cells = set(grid_cells(page))
     assert {"2.0.0", "1.1.0", "1.0.0", "latest, staging", "production"} <= cells, cells
+
+
+def shown(box) -> str:
+    """What a select box shows as chosen: as text, or as its input's value while it can be typed in."""
+    values = [field.input_value() for field in box.locator("input").all()]
+    return " ".join([box.inner_text(), *values])
+
+
+def version_picker(page):
+    form = form_with(page, "Move label").first
+    return form.locator("[data-testid=stSelectbox]").filter(has=page.get_by_text("Version", exact=True))
+
+
+def test_the_version_picker_shows_a_moved_label(page, console_url):
+    open_triage_prompt(page, console_url)
+    page.get_by_role("tab", name="Labels").click()
+    settle(page)
+    form_with(page, "Move label").first.get_by_role("textbox", name="Or a new label").fill("canary")
+    choose(form_with(page, "Move label"), "Version", "1.0.0")
+    submit(page, "Move label")
+    page.get_by_text("Moved canary").first.wait_for(timeout=30_000)
+    settle(page)
+    assert "1.0.0 · canary" in shown(version_picker(page))
+
+
+def test_escape_in_the_move_form_keeps_the_chosen_label(page, console_url):
+    open_triage_prompt(page, console_url)
+    page.get_by_role("tab", name="Labels").click()
+    settle(page)
+    staging = form_with(page, "Move label").first.get_by_role("radio", name="staging")
+    staging.check(force=True)  # the radio's input is drawn over by its label
+    settle(page)
+    page.keyboard.press("Escape")
+    settle(page)
+    assert staging.is_checked()
+

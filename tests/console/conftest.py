@@ -48,3 +48,8 @@ def select_row(app: AppTest, key: str, row: int) -> AppTest:
     app.run()
     assert not app.exception, app.exception
     return app
+
+
+def label_target(app: AppTest):
+    """The Labels tab's version picker (keyed by the versions' labels, so its key changes)."""
+    return next(box for box in app.selectbox if box.key and box.key.startswith("label_target:"))

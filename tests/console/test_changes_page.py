@@ -4,7 +4,7 @@ another member; decided ones in the history."""
 from __future__ import annotations
 
 from api import OrgdeckClient
-from tests.console.conftest import select_row, texts
+from tests.console.conftest import label_target, select_row, texts
 from tests.test_deployments import versioned_agent
 
 PAGE = "pages/changes.py"
@@ -170,8 +170,8 @@ def test_a_protected_label_shows_a_lock_and_requests_its_move(console, server, o
     app = console("pages/registries.py")
     select_row(app, "registries_table", 0)
     assert "`production` protected" in texts(app)
-    app.selectbox(key="label_to_move").select("production")
-    app.selectbox(key="label_target").select("2")
+    app.radio(key="label_to_move").set_value("production")
+    label_target(app).select("2")
     app.text_input(key="label_reason").input("Friendlier")
     button(app, "Request move").click().run()
     assert not app.exception, app.exception

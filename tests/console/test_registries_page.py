@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from api import OrgdeckClient
-from tests.console.conftest import select_row, texts
+from tests.console.conftest import label_target, select_row, texts
 
 PAGE = "pages/registries.py"
 
@@ -116,11 +116,24 @@ def test_publish_with_a_bad_version_explains_what_to_fix(console, seeded, orgdec
 def test_move_label_promotes_a_version(console, seeded, orgdeck):
     app = console(PAGE)
     open_registry(app, seeded)
-    app.selectbox(key="label_to_move").select("production")
-    app.selectbox(key="label_target").select("3")
+    app.radio(key="label_to_move").set_value("production")
+    label_target(app).select("3")
     button(app, "Move label").click().run()
     assert not app.exception
     assert orgdeck.registries.retrieve(seeded, "triage").version == "3"
+    # The picker stays on the version, worded with the label it now has.
+    assert label_target(app).value == "3"
+    assert label_target(app).options[0].startswith("3 · latest, production")
+
+
+def test_move_label_to_a_new_label(console, seeded, orgdeck):
+    app = console(PAGE)
+    open_registry(app, seeded)
+    app.text_input(key="new_label").input("canary")
+    label_target(app).select("2")
+    button(app, "Move label").click().run()
+    assert not app.exception
+    assert orgdeck.registries.retrieve(seeded, "triage", label="canary").version == "2"
 
 
 def test_delete_asks_for_confirmation_then_restore_brings_it_back(console, seeded, orgdeck):
