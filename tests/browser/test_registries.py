@@ -79,3 +79,15 @@ def test_escape_in_the_move_form_keeps_the_chosen_label(page, console_url):
     settle(page)
     assert staging.is_checked()
 
+
+def test_the_publish_tab_stays_open_after_publish(page, console_url):
+    open_triage_prompt(page, console_url)
+    page.get_by_role("tab", name="Publish").click()
+    settle(page)
+    form = form_with(page, "Publish").first
+    form.get_by_role("textbox", name="Prompt").fill("Triage the ticket for {{company}}, briefly.")
+    form.get_by_role("textbox", name="Commit message").fill("Shorter")
+    submit(page, "Publish")
+    page.get_by_text("Published").first.wait_for(timeout=30_000)
+    settle(page)
+    assert page.get_by_role("tab", name="Publish").get_attribute("aria-selected") == "true"
