@@ -10,7 +10,8 @@ import httpx
 
 from api import OrgdeckClient
 from tests.conftest import Org
-from tests.test_deployments import wait_for_end
+from tests.test_changes import team  # noqa: F401 (a fixture)
+from tests.test_deployments import versioned_agent, wait_for_end
 from tests.test_policy_checks import compliance, save_policy
 
 NO_PASSWORD = '!agent.prompts.exists(p, p.content.contains("password"))'
@@ -135,3 +136,28 @@ def test_tools_carry_their_deployment_record_in_the_environment(http, org, clien
     record("production", "1")
     assert violating(client, environment, ["alpha"], tool_refs=["search"]) == []
     assert violating(client, environment, ["alpha"]) == []
+
+
+def test_a_change_request_preview_sees_its_requester_as_the_actor(http, org, client, team):  # noqa: F811
+    versioned_agent(client, "triage")
+    production = client.environments.create("production").id
+    client.environments.update(production, protected=True)
+    examples = [
+        {"name": "others", "input": agent_with(), "expect": "pass"},
+        {"name": "ana", "input": agent_with(actor="ana@example.com"), "expect": "fail"},
+    ]
+    policy = save_policy(
+        http,
+        org,
+        check='deployment.actor != "ana@example.com"',
+        message='="deployed by " + deployment.actor',
+        examples=examples,
+        enforcement="warn",
+    )
+    assert policy.status_code == 200, policy.text
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+    change = {"environmentId": production, "agentStableKeys": ["triage"]}
+
+    (seen,) = ana.change_requests.open("deployment", change, "Release").preview["violations"]
+    assert seen["message"] == "deployed by ana@example.com"
+    assert bo.change_requests.open("deployment", change, "Release").preview["violations"] == []
