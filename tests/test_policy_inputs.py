@@ -7,8 +7,11 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+from sqlalchemy import select
 
 from api import OrgdeckClient
+from service.events.models import EventRow
+from service.storage.db import Database
 from tests.conftest import Org
 from tests.test_changes import team  # noqa: F401 (a fixture)
 from tests.test_deployments import versioned_agent, wait_for_end
@@ -161,3 +164,40 @@ def test_a_change_request_preview_sees_its_requester_as_the_actor(http, org, cli
     (seen,) = ana.change_requests.open("deployment", change, "Release").preview["violations"]
     assert seen["message"] == "deployed by ana@example.com"
     assert bo.change_requests.open("deployment", change, "Release").preview["violations"] == []
+
+
+def running_events(db: Database, org: Org) -> list[tuple[str, str, str, str]]:
+    """The `policy.violation` events of new violations in what runs: (cause, policy, agent, environment)."""
+    with db.session() as session:
+        query = select(EventRow).where(EventRow.type == "policy.violation").order_by(EventRow.occurred_at)
+        payloads = [event.payload for event in session.scalars(query) if event.payload.get("cause")]
+    return [
+        (p["cause"], v["policyName"], v["agent"], v["environmentName"])
+        for p in payloads
+        for v in p["violations"]
+        if v["policyName"].startswith(org.slug)
+    ]
+
+
+def test_new_violations_in_what_runs_are_announced_once(http, org, client, db):
+    production = client.environments.create("production").id
+    versioned_agent(client, "old", model="gpt-3.5-turbo")
+    versioned_agent(client, "later", model="gpt-3.5-turbo")
+    versioned_agent(client, "fine")
+    wait_for_end(client, client.deployments.deploy(production, ["old", "fine"]).id)
+    name = f"{org.slug}-retired"
+    policy = save_policy(http, org, name=name, enforcement="audit").json()
+    assert running_events(db, org) == []  # audit records, announces nothing
+
+    def patch(**fields: Any) -> None:
+        body = {"orgSlug": org.slug, **fields}
+        http.patch(f"governance/policies/{policy['id']}", json=body, headers=org.headers).raise_for_status()
+
+    patch(enforcement="warn")
+    assert running_events(db, org) == [("policySaved", name, "old", "production")]
+    patch(message="a retired model")  # still the same violation: nothing new
+    wait_for_end(client, client.deployments.deploy(production, ["old", "fine"]).id)
+    assert len(running_events(db, org)) == 1
+
+    wait_for_end(client, client.deployments.deploy(production, ["later"]).id)
+    assert running_events(db, org)[1:] == [("deploymentCompleted", name, "later", "production")]

@@ -343,6 +343,84 @@ def compliance(session: Session, *, org_id: str) -> Compliance:
     return Compliance(matrix=matrix, violations=listed, evaluated_at=utcnow())
 
 
+# A violation in what runs, as its `policy.violation` event names it: (policy id, agent, environment).
+ViolationKey = tuple[str, str, str]
+
+
+def noticed(found: Iterable[Violation]) -> dict[ViolationKey, Violation]:
+    """The violations that call for notice: warn or deny, with no live exception."""
+    return {
+        (v.policy_id, v.agent, v.environment_name): v
+        for v in found
+        if v.enforcement != "audit" and v.exception_id is None
+    }
+
+
+def noticed_running(session: Session, *, org_id: str, policy: PolicyRow) -> dict[ViolationKey, Violation]:
+    """What runs now that the policy flags and that calls for notice."""
+    policies = prepared([policy])
+    if not policies:
+        return {}
+    running = running_subjects(session, org_id=org_id)
+    resolved = resolve_running(session, org_id=org_id, running=running)
+    exceptions = live_exceptions(session, org_id=org_id)
+    return noticed(
+        violation
+        for environment, pairs in running.values()
+        for violation in violations(
+            policies, [subject for subject, _ in pairs], environment, RUNNING, resolved, exceptions
+        )
+    )
+
+
+def announce_new_in_running(
+    session: Session,
+    *,
+    org_id: str,
+    before: dict[ViolationKey, Violation],
+    after: dict[ViolationKey, Violation],
+    cause: str,
+) -> None:
+    """One `policy.violation` event per (policy, agent, environment) that calls for notice now and
+    did not before the change (`cause`: `policySaved` or `deploymentCompleted`)."""
+    for key, violation in after.items():
+        if key in before:
+            continue
+        payload = {
+            "environmentName": violation.environment_name,
+            "action": RUNNING["action"],
+            "actor": RUNNING["actor"],
+            "refused": False,
+            "cause": cause,
+            "violations": [violation.model_dump(mode="json", by_alias=True)],
+        }
+        record_event(session, org_id=org_id, type="policy.violation", payload=payload)
+
+
+@deployments.running_replaced.attach
+def announce_new_after_deployment(
+    session: Session,
+    *,
+    org_id: str,
+    environment_id: str,
+    replaced: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]],
+) -> None:
+    """New violations in what a job replaced: each agent's config before it against the one now,
+    every policy with a check (the prompts of both resolved as they stand now)."""
+    policies = prepared(checked_policies(session, org_id=org_id))
+    environment = session.get(EnvironmentRow, environment_id)
+    if not policies or environment is None:
+        return
+    agents = {a.id: a for a in session.scalars(select(AgentRow).where(AgentRow.id.in_(replaced)))}
+    earlier = [Subject(agents[i], old) for i, (old, _) in replaced.items() if old is not None and i in agents]
+    now = [Subject(agents[i], new) for i, (_, new) in replaced.items() if i in agents]
+    resolved = resolve(session, org_id=org_id, environment_ids=[environment_id], subjects=earlier + now)
+    exceptions = live_exceptions(session, org_id=org_id)
+    before = noticed(violations(policies, earlier, environment, RUNNING, resolved, exceptions))
+    after = noticed(violations(policies, now, environment, RUNNING, resolved, exceptions))
+    announce_new_in_running(session, org_id=org_id, before=before, after=after, cause="deploymentCompleted")
+
+
 # What `deployment` says of what already runs: its deployer is not kept apart from the job.
 RUNNING: dict[str, Any] = {"actor": "", "viaChangeRequest": False, "action": "running"}
 
