@@ -228,9 +228,9 @@ def check_deployment(
     refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
     if enforce and refused:
         raise PolicyViolation(refused, org_id=org_id, deployment=deployment)
-    noticed = [v for v in found if v.enforcement != "audit"]
-    if enforce and noticed:
-        announce(session, org_id=org_id, deployment=deployment, violations=noticed)
+    shown = [v for v in found if v.enforcement != "audit"]
+    if enforce and shown:
+        announce(session, org_id=org_id, deployment=deployment, violations=shown)
     return found
 
 
