@@ -4,13 +4,14 @@
     .venv/bin/python -m bench.governance --database-url postgresql://postgres@127.0.0.1:5432/bench
 
 Starts the service and makes three organizations with the same 200 versioned agents (models,
-tags, temperatures and token limits varied) and one environment each. `plain` has no policy;
-`governed` has 50 policies with checks (model deny lists, temperature and token caps, required
-tags, providers per environment), half `warn` and half `audit`, scoped to all, which a few agents
+tags, temperatures and token limits varied; each references a prompt, resolved with its content on
+every evaluation) and one environment each. `plain` has no policy; `governed` has 50 policies with
+checks (model deny lists, temperature and token caps, required tags, providers per environment, a
+phrase no prompt may contain), half `warn` and half `audit`, scoped to all, which a few agents
 break (as in an organization that follows its rules); `strict` has 50 such policies set so tight
-that about a third of the 10,000 pairs of agent and policy break them (the preview answers thousands of
-violations). Then previews deploying all 200 agents in each organization in turn, round after
-round, and prints each median and its ratio to `plain` (reach for `governed`: ≤ 1.5x).
+that about a third of the 10,000 pairs of agent and policy break them (the preview answers
+thousands of violations). Then previews deploying all 200 agents in each organization in turn,
+round after round, and prints each median and its ratio to `plain` (reach for `governed`: ≤ 1.5x).
 """
 
 from __future__ import annotations
@@ -42,11 +43,19 @@ CHECKS = (
     ("!has(agent.providerConfig.maxTokens) || agent.providerConfig.maxTokens <= {tokens}", "too many tokens"),
     ('"{tag}" in agent.tags || environment.name != "production"', "tag {tag} is required in production"),
     ('agent.provider == "openai" || environment.name != "production"', "only openai in production"),
+    ('!agent.prompts.exists(p, p.content.contains("{phrase}"))', "a prompt says {phrase}"),
 )
+# The prompt every agent references, by its newest version: each preview resolves it with its content.
+PROMPT_VERSIONS = ("You sort support tickets.", "You sort support tickets by urgency, politely.")
 
 
 def seed_agents(http: httpx.Client, org: OrgKey) -> str:
-    """The 200 agents, each with a version, and the environment `production`; its id."""
+    """The 200 agents, each with a version and a prompt reference, and the environment `production`;
+    its id."""
+    _ok(http.post("/api/registries", json={"orgSlug": org.slug, "name": "prompts"}, headers=org.headers))
+    for text in PROMPT_VERSIONS:
+        publish = {"registryRef": f"{org.slug}/prompts", "name": "system", "content": text}
+        _ok(http.post("/api/registries/artifacts", json=publish, headers=org.headers))
     for number in range(AGENTS):
         body = {
             "orgSlug": org.slug,
@@ -58,6 +67,7 @@ def seed_agents(http: httpx.Client, org: OrgKey) -> str:
                 "temperature": round((number % 10) / 10, 1),
                 "maxTokens": 256 * (1 + number % 8),
             },
+            "promptReferences": {"system": f"{org.slug}/prompts/system"},
         }
         _ok(http.post("/api/agents", json=body, headers=org.headers))
         _ok(
@@ -78,9 +88,16 @@ def seed_policies(http: httpx.Client, org: OrgKey, *, strict: bool) -> None:
                 "cap": round(0.3 + (number % 7) / 10, 1),
                 "tokens": 512 * (1 + number % 4),
                 "tag": f"team-{number % 7}",
+                "phrase": "urgency",
             }
             if strict
-            else {"model": RETIRED[number % len(RETIRED)], "cap": 0.9, "tokens": 2048, "tag": "pci"}
+            else {
+                "model": RETIRED[number % len(RETIRED)],
+                "cap": 0.9,
+                "tokens": 2048,
+                "tag": "pci",
+                "phrase": "password",
+            }
         )
         body = {
             "orgSlug": org.slug,

@@ -382,4 +382,4 @@ policies = policies_section()
 agent_keys = [
     a.stable_key for a in load("list agents", lambda: orgdeck.agents.list(limit=MAX_PAGE_SIZE)).items
 ]
-exceptions_section(policies, environment_names, agent_keys)
+exceptions_section(policies, environment_names, agent_keys, reviewed=REVIEWED)

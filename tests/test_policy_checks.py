@@ -144,7 +144,9 @@ def test_each_enforcement_on_deploy_and_fleet_deploy(http, org, client: OrgdeckC
 
     audited = preview_violations(http, org, environment, ["old", "new"])
     assert [(v["agent"], v["enforcement"], v["outcome"]) for v in audited] == [("old", "audit", "fail")]
-    assert deploy(http, org, environment, ["old"]).status_code == 200
+    audited_job = deploy(http, org, environment, ["old"])
+    assert audited_job.status_code == 200
+    wait_for_end(client, audited_job.json()["id"])
 
     patch = {"orgSlug": org.slug, "enforcement": "warn"}
     assert (
@@ -157,9 +159,14 @@ def test_each_enforcement_on_deploy_and_fleet_deploy(http, org, client: OrgdeckC
     listed = client.deployments.jobs(environment_id=environment).items
     assert [v.enforcement for v in listed[0].violations] == ["warn"]
     with db.session() as session:
-        events = session.scalars(select(EventRow).where(EventRow.type == "policy.violation")).all()
+        query = select(EventRow).where(EventRow.type == "policy.violation").order_by(EventRow.occurred_at)
+        events = session.scalars(query).all()
         payloads = [e.payload for e in events if e.payload["violations"][0]["policyId"] == policy["id"]]
-    assert [p["violations"][0]["enforcement"] for p in payloads] == ["warn"]
+    # Moved to warn, the policy announces what already runs; then the deployment its own outcome.
+    assert [(p.get("cause"), p["action"], p["violations"][0]["enforcement"]) for p in payloads] == [
+        ("policySaved", "running", "warn"),
+        (None, "deploy", "warn"),
+    ]
 
     patch["enforcement"] = "deny"
     assert (

@@ -1,17 +1,21 @@
-"""Exceptions to deny policies: the list with their expiry, a form to grant one (an operator's), and
-revoking one before it expires."""
+"""Exceptions to deny policies: the list with their expiry, a form to grant one (an operator's; where
+policies need approval, the form submits it as a change request instead), and revoking one before it
+expires."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, time, timedelta
+from typing import Any
 
 import pandas as pd
 import streamlit as st
 
 from api import ApiError
+from api.changes import PolicyExceptionChange
 from api.governance import Policy, PolicyException
+from api.resource import body
 from components import layout
-from components.connection import client
+from components.connection import client, current
 from components.feedback import attempt, notify, plain, show_error
 from components.formatting import ago
 from components.forms import FormFields
@@ -53,7 +57,11 @@ def exception_rows(exceptions: list[PolicyException], names: dict[str, str]) -> 
     )
 
 
-def grant_form(policies: list[Policy], environment_names: list[str], agent_keys: list[str]) -> None:
+def grant_form(
+    policies: list[Policy], environment_names: list[str], agent_keys: list[str], *, reviewed: bool
+) -> None:
+    """Grant an exception, or where policies need approval (`reviewed`) submit it for approval: the
+    reason is the exception's, and the reviewers read it."""
     deny_policies = [policy for policy in policies if policy.enforcement == "deny"]
     if not deny_policies:
         st.caption("No deny policy yet: exceptions let deployments through a deny policy.")
@@ -87,10 +95,11 @@ def grant_form(policies: list[Policy], environment_names: list[str], agent_keys:
         )
         fields.slot("expiresAt")
         if not st.form_submit_button(
-            "Grant exception",
+            "Submit exception for approval" if reviewed else "Grant exception",
             type="primary",
-            icon=":material/verified_user:",
-            **control("createException"),
+            icon=":material/approval:" if reviewed else ":material/verified_user:",
+            # Granted once approved, it is an operator's change like a direct grant.
+            **(control("openChangeRequest", at_least="operator") if reviewed else control("createException")),
         ):
             return
     if not agent and not environment:
@@ -98,21 +107,41 @@ def grant_form(policies: list[Policy], environment_names: list[str], agent_keys:
             "Name an agent, an environment or both: an exception for everything would disable the policy."
         )
         return
+    wanted = {
+        "policy_id": policy.id,
+        "reason": reason.strip(),
+        "expires_at": datetime.combine(expires, time(23, 59), tzinfo=UTC),
+        "agent_stable_key": agent or None,
+        "environment_name": environment or None,
+    }
+    if reviewed:
+        submit_exception(policy, wanted, fields)
+        return
     try:
-        granted = client().policies.create_exception(
-            policy.id,
-            reason.strip(),
-            datetime.combine(expires, time(23, 59), tzinfo=UTC),
-            agent_stable_key=agent or None,
-            environment_name=environment or None,
-        )
+        granted = client().policies.create_exception(**wanted)
     except ApiError as error:
         fields.show(error, "grant the exception")
         return
     notify(f"Granted an exception to **{plain(policy.name)}** until {granted.expires_at:%Y-%m-%d %H:%M} UTC.")
 
 
-def exceptions_section(policies: list[Policy], environment_names: list[str], agent_keys: list[str]) -> None:
+def submit_exception(policy: Policy, wanted: dict[str, Any], fields: FormFields) -> None:
+    """Open the exception's change request; the reviewers read its reason."""
+    payload = body(PolicyExceptionChange, org_slug=current().org_slug, exception=True, **wanted)
+    try:
+        opened = client().change_requests.open("policy", payload, wanted["reason"])
+    except ApiError as error:
+        fields.show(error, "submit the exception for approval")
+        return
+    notify(
+        f"Submitted an exception to **{plain(policy.name)}** for approval ({opened.id}): it is granted "
+        "once another member approves it on the Changes page."
+    )
+
+
+def exceptions_section(
+    policies: list[Policy], environment_names: list[str], agent_keys: list[str], *, reviewed: bool
+) -> None:
     st.header("Exceptions")
     st.caption(
         "A time-boxed exception lets deployments of an agent, or to an environment, through a deny "
@@ -143,4 +172,4 @@ def exceptions_section(policies: list[Policy], environment_names: list[str], age
                 notify(f"Revoked the exception to **{plain(names.get(exception.policy_id, '?'))}**.")
     elif listed is not None:
         st.caption("No exceptions yet.")
-    grant_form(policies, environment_names, agent_keys)
+    grant_form(policies, environment_names, agent_keys, reviewed=reviewed)

@@ -64,11 +64,11 @@ class Planned:
     shown_once: bool = False
 
 
-# What a request's preview tells policy checks of the deployment: the actor is known once it applies.
-REQUESTED_DEPLOYMENT = {"actor": "", "viaChangeRequest": True, "action": "changeRequest"}
-
-
-def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[str, Any]) -> Planned:
+def plan_deployment(
+    session: Session, org_id: str, org_slug: str, payload: dict[str, Any], *, requester: str
+) -> Planned:
+    """A deployment's preview is checked against the policies as it will apply: by the requester
+    (its job's actor), through a change request."""
     request = _parsed(DeploymentRequest, payload, org_slug)
     environment, planned = deployments.plan_deployment(session, org_id=org_id, request=request)
     pinned = request.model_copy(
@@ -87,7 +87,7 @@ def plan_deployment(session: Session, org_id: str, org_slug: str, payload: dict[
                 org_id=org_id,
                 environment=environment,
                 planned=planned,
-                deployment=REQUESTED_DEPLOYMENT,
+                deployment={"actor": requester, "viaChangeRequest": True, "action": "changeRequest"},
                 enforce=False,
             )
         ],
@@ -404,8 +404,16 @@ def _parsed(shape: type[Shape], payload: dict[str, Any], org_slug: str) -> Shape
         raise InvalidInput(f"Invalid payload: {field}: {error['msg']}", field=field) from None
 
 
-PLANNERS: dict[str, Callable[[Session, str, str, dict[str, Any]], Planned]] = {
-    "deployment": plan_deployment,
+def plan(
+    session: Session, *, org_id: str, org_slug: str, kind: str, payload: dict[str, Any], requester: str
+) -> Planned:
+    """The change a request of `kind` would make; `requester` is who a deployment's checks see deploying."""
+    if kind == "deployment":
+        return plan_deployment(session, org_id, org_slug, payload, requester=requester)
+    return _PLANNERS[kind](session, org_id, org_slug, payload)
+
+
+_PLANNERS: dict[str, Callable[[Session, str, str, dict[str, Any]], Planned]] = {
     "label": plan_label,
     "policy": plan_policy,
     "environment": plan_environment,

@@ -32,7 +32,7 @@ from api.members import role_at_least
 from service.changes.applying import APPLIERS
 from service.changes.counting import Standing, standings
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
-from service.changes.plans import PLANNERS
+from service.changes.plans import plan
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
 from service.governance.evaluation import PolicyViolation
@@ -83,7 +83,14 @@ def open_change_request(
     """Check the change as its direct call would, pin it and preview it; nothing is applied. A secret
     it carries is sealed in the request with `cipher`; a new signing key is answered here, once."""
     _require_role(caller, request.kind, "Opening")
-    planned = PLANNERS[request.kind](session, org_id, request.org_slug, request.payload)
+    planned = plan(
+        session,
+        org_id=org_id,
+        org_slug=request.org_slug,
+        kind=request.kind,
+        payload=request.payload,
+        requester=caller.member_email or caller.key_name,
+    )
     row = ChangeRequestRow(
         org_id=org_id,
         kind=request.kind,

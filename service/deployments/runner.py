@@ -29,6 +29,7 @@ from service.deployments.models import (
     DeploymentJobRow,
 )
 from service.deployments.rollups import record_job_end
+from service.deployments.service import running_replaced
 from service.deployments.states import record_job_outcome
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
@@ -271,11 +272,14 @@ def _finish(db: Database, claim: Claim, outcome: Outcome) -> None:
 
 def _end_job(session: Session, job: DeploymentJobRow, outcome: Outcome, *, message: str | None) -> None:
     """Record each agent's result, the deployed state of those that succeeded, the job's end and events."""
+    replaced: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {}
     for row in job.agent_rows:
         row.error = outcome.get(row.stable_key)
         row.status = "error" if row.error else "complete"
         if row.error is None:
-            _record_deployed(session, job, row)
+            replaced[row.agent_id] = (_record_deployed(session, job, row), row.config)
+    if replaced:
+        running_replaced(session, org_id=job.org_id, environment_id=job.environment_id, replaced=replaced)
     failed = [row for row in job.agent_rows if row.error]
     job.status = "complete" if not failed else "error" if len(failed) == len(job.agent_rows) else "partial"
     job.message = message or _summary(len(job.agent_rows), failed)
@@ -310,21 +314,27 @@ def _summary(total: int, failed: list[DeploymentJobAgentRow]) -> str:
     return f"{len(failed)} of {total} agents failed; {first.stable_key}: {first.error}"[:2000]
 
 
-def _record_deployed(session: Session, job: DeploymentJobRow, row: DeploymentJobAgentRow) -> None:
-    """What now runs of the agent in the environment (one row per pair, replaced in place)."""
+def _record_deployed(
+    session: Session, job: DeploymentJobRow, row: DeploymentJobAgentRow
+) -> dict[str, Any] | None:
+    """What now runs of the agent in the environment (one row per pair, replaced in place); the
+    config it replaced (None: the agent did not run there)."""
     query = select(AgentDeploymentRow).where(
         AgentDeploymentRow.environment_id == job.environment_id, AgentDeploymentRow.agent_id == row.agent_id
     )
     deployed = session.scalar(query.with_for_update())
+    previous = deployed.config if deployed is not None else None
     if deployed is None:
         deployed = AgentDeploymentRow(
             org_id=job.org_id, environment_id=job.environment_id, agent_id=row.agent_id
         )
         if not insert_unless_taken(session, _fill(deployed, job, row)):
             deployed = session.scalar(query.with_for_update())
+            previous = deployed.config if deployed is not None else None
     if deployed is not None:
         _fill(deployed, job, row)
     session.flush()
+    return previous
 
 
 def _fill(

@@ -48,6 +48,13 @@ policies_checked: Hook[list[Violation]] = Hook(
 )
 
 
+# A job ended and replaced what runs of its agents in its environment: by agent id, the config that
+# ran before (None: nothing did) and the one that runs now. New violations in what runs are announced.
+running_replaced: Hook[None] = Hook(
+    "a deployment replaced what runs", attached_by="service.governance.evaluation"
+)
+
+
 # The policies that apply to each agent in an environment, `{id, name, version, ruleText}` each:
 # a deployment carries them to its target, and a change of them makes what runs drift.
 applied_policies: Hook[dict[str, list[dict[str, Any]]]] = Hook(

@@ -40,8 +40,8 @@ from service.governance.checks import (
     prepared_input,
     run_check,
 )
+from service.governance.inputs import Resolutions, Subject, policy_input, resolve
 from service.governance.models import PolicyExceptionRow, PolicyRow
-from service.redaction.objects import redacted
 from service.storage.db import utcnow
 
 
@@ -67,41 +67,6 @@ class PolicyViolation(RefusalOnRecord):
             {"policyId": v.policy_id, "policyName": v.policy_name, "agent": v.agent, "message": v.message}
             for v in self.violations
         ]
-
-
-@dataclass(frozen=True)
-class Subject:
-    """An agent as it would run (or runs) in an environment: what a check reads."""
-
-    agent: AgentRow
-    config: dict[str, Any]
-
-
-def policy_input(subject: Subject, environment: EnvironmentRow, deployment: dict[str, Any]) -> dict[str, Any]:
-    """The CEL input `{agent, environment, deployment}` (docs/reference.md, "Policy checks")."""
-    config = subject.config
-    pins = config.get("promptPins") or {}
-    return {
-        "agent": {
-            "stableKey": subject.agent.stable_key,
-            "name": config.get("name", subject.agent.name),
-            "provider": config.get("provider", subject.agent.provider),
-            "model": config.get("model") or "",
-            "providerConfig": redacted(config.get("providerConfig") or {}),
-            "tags": subject.agent.tags,
-            "tools": [{"ref": ref} for ref in config.get("toolRefs") or []],
-            "prompts": [
-                {"name": name, "reference": reference, "version": pins.get(name)}
-                for name, reference in (config.get("promptReferences") or {}).items()
-            ],
-        },
-        "environment": {
-            "name": environment.name,
-            "protected": environment.protected,
-            "target": environment.target,
-        },
-        "deployment": deployment,
-    }
 
 
 def environment_in_scope(scope: PolicyScope, environment: EnvironmentRow) -> bool:
@@ -162,6 +127,7 @@ def violations(
     subjects: Sequence[Subject],
     environment: EnvironmentRow,
     deployment: dict[str, Any],
+    resolved: Resolutions,
     exceptions: Sequence[PolicyExceptionRow] = (),
 ) -> list[Violation]:
     """Every policy each subject breaks in the environment, with the exception that covers it."""
@@ -172,7 +138,7 @@ def violations(
         applicable = [policy for policy in here if agent_in_scope(policy.scope, tags, fleet_id)]
         if not applicable:
             continue
-        inputs = prepared_input(policy_input(subject, environment, deployment))
+        inputs = prepared_input(policy_input(subject, environment, deployment, resolved))
         for policy in applicable:
             result = run_check(policy.check, inputs)
             if result.outcome != "pass":
@@ -256,13 +222,15 @@ def check_deployment(
     if not policies:
         return []
     subjects = [Subject(agent=plan.agent, config=plan.config) for plan in planned]
-    found = violations(policies, subjects, environment, deployment, live_exceptions(session, org_id=org_id))
+    resolved = resolve(session, org_id=org_id, environment_ids=[environment.id], subjects=subjects)
+    exceptions = live_exceptions(session, org_id=org_id)
+    found = violations(policies, subjects, environment, deployment, resolved, exceptions)
     refused = [v for v in found if v.enforcement == "deny" and v.exception_id is None]
     if enforce and refused:
         raise PolicyViolation(refused, org_id=org_id, deployment=deployment)
-    noticed = [v for v in found if v.enforcement != "audit"]
-    if enforce and noticed:
-        announce(session, org_id=org_id, deployment=deployment, violations=noticed)
+    shown = [v for v in found if v.enforcement != "audit"]
+    if enforce and shown:
+        announce(session, org_id=org_id, deployment=deployment, violations=shown)
     return found
 
 
@@ -303,9 +271,22 @@ def running_subjects(
     return environments
 
 
+def resolve_running(
+    session: Session,
+    *,
+    org_id: str,
+    running: dict[str, tuple[EnvironmentRow, list[tuple[Subject, datetime]]]],
+) -> Resolutions:
+    """The prompts and tool records of everything that runs, read at once for all environments."""
+    subjects = [subject for _, pairs in running.values() for subject, _ in pairs]
+    return resolve(session, org_id=org_id, environment_ids=running.keys(), subjects=subjects)
+
+
 def impact(session: Session, *, org_id: str, policy: PolicyRow) -> list[ImpactEntry]:
     """What runs now that the policy flags, everywhere in its scope (exceptions aside)."""
     policies = prepared([policy])
+    running = running_subjects(session, org_id=org_id)
+    resolved = resolve_running(session, org_id=org_id, running=running)
     return [
         ImpactEntry(
             agent=violation.agent,
@@ -313,8 +294,10 @@ def impact(session: Session, *, org_id: str, policy: PolicyRow) -> list[ImpactEn
             outcome=violation.outcome,
             message=violation.message,
         )
-        for environment, running in running_subjects(session, org_id=org_id).values()
-        for violation in violations(policies, [subject for subject, _ in running], environment, RUNNING)
+        for environment, pairs in running.values()
+        for violation in violations(
+            policies, [subject for subject, _ in pairs], environment, RUNNING, resolved
+        )
     ]
 
 
@@ -324,10 +307,12 @@ def compliance(session: Session, *, org_id: str) -> Compliance:
     environment, each check compiled once (and cached across reads)."""
     policies = prepared(checked_policies(session, org_id=org_id))
     exceptions = live_exceptions(session, org_id=org_id)
+    everything = running_subjects(session, org_id=org_id)
+    resolved = resolve_running(session, org_id=org_id, running=everything)
     matrix, listed = [], []
-    for environment, running in running_subjects(session, org_id=org_id).values():
+    for environment, running in everything.values():
         since = {subject.agent.stable_key: deployed_at for subject, deployed_at in running}
-        found = violations(policies, [s for s, _ in running], environment, RUNNING, exceptions)
+        found = violations(policies, [s for s, _ in running], environment, RUNNING, resolved, exceptions)
         open_ = [v for v in found if v.exception_id is None]
         for policy in policies:
             if not environment_in_scope(policy.scope, environment):
@@ -356,6 +341,84 @@ def compliance(session: Session, *, org_id: str) -> Compliance:
             for v in open_
         )
     return Compliance(matrix=matrix, violations=listed, evaluated_at=utcnow())
+
+
+# A violation in what runs, as its `policy.violation` event names it: (policy id, agent, environment).
+ViolationKey = tuple[str, str, str]
+
+
+def noticed(found: Iterable[Violation]) -> dict[ViolationKey, Violation]:
+    """The violations that call for notice: warn or deny, with no live exception."""
+    return {
+        (v.policy_id, v.agent, v.environment_name): v
+        for v in found
+        if v.enforcement != "audit" and v.exception_id is None
+    }
+
+
+def noticed_running(session: Session, *, org_id: str, policy: PolicyRow) -> dict[ViolationKey, Violation]:
+    """What runs now that the policy flags and that calls for notice."""
+    policies = prepared([policy])
+    if not policies:
+        return {}
+    running = running_subjects(session, org_id=org_id)
+    resolved = resolve_running(session, org_id=org_id, running=running)
+    exceptions = live_exceptions(session, org_id=org_id)
+    return noticed(
+        violation
+        for environment, pairs in running.values()
+        for violation in violations(
+            policies, [subject for subject, _ in pairs], environment, RUNNING, resolved, exceptions
+        )
+    )
+
+
+def announce_new_in_running(
+    session: Session,
+    *,
+    org_id: str,
+    before: dict[ViolationKey, Violation],
+    after: dict[ViolationKey, Violation],
+    cause: str,
+) -> None:
+    """One `policy.violation` event per (policy, agent, environment) that calls for notice now and
+    did not before the change (`cause`: `policySaved` or `deploymentCompleted`)."""
+    for key, violation in after.items():
+        if key in before:
+            continue
+        payload = {
+            "environmentName": violation.environment_name,
+            "action": RUNNING["action"],
+            "actor": RUNNING["actor"],
+            "refused": False,
+            "cause": cause,
+            "violations": [violation.model_dump(mode="json", by_alias=True)],
+        }
+        record_event(session, org_id=org_id, type="policy.violation", payload=payload)
+
+
+@deployments.running_replaced.attach
+def announce_new_after_deployment(
+    session: Session,
+    *,
+    org_id: str,
+    environment_id: str,
+    replaced: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]],
+) -> None:
+    """New violations in what a job replaced: each agent's config before it against the one now,
+    every policy with a check (the prompts of both resolved as they stand now)."""
+    policies = prepared(checked_policies(session, org_id=org_id))
+    environment = session.get(EnvironmentRow, environment_id)
+    if not policies or environment is None:
+        return
+    agents = {a.id: a for a in session.scalars(select(AgentRow).where(AgentRow.id.in_(replaced)))}
+    earlier = [Subject(agents[i], old) for i, (old, _) in replaced.items() if old is not None and i in agents]
+    now = [Subject(agents[i], new) for i, (_, new) in replaced.items() if i in agents]
+    resolved = resolve(session, org_id=org_id, environment_ids=[environment_id], subjects=earlier + now)
+    exceptions = live_exceptions(session, org_id=org_id)
+    before = noticed(violations(policies, earlier, environment, RUNNING, resolved, exceptions))
+    after = noticed(violations(policies, now, environment, RUNNING, resolved, exceptions))
+    announce_new_in_running(session, org_id=org_id, before=before, after=after, cause="deploymentCompleted")
 
 
 # What `deployment` says of what already runs: its deployer is not kept apart from the job.

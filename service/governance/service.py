@@ -185,6 +185,8 @@ def create_policy(
     session.flush()
     # What agents receive changed: what runs drifts from it.
     states.refresh_org(session, org_id=org_id)
+    found = evaluation.noticed_running(session, org_id=org_id, policy=policy)
+    evaluation.announce_new_in_running(session, org_id=org_id, before={}, after=found, cause="policySaved")
     return policy
 
 
@@ -301,6 +303,7 @@ def update_policy(
         return policy
     if "name" in changes:
         _refuse_duplicate_name(session, org_id=org_id, name=changes["name"])
+    flagged = evaluation.noticed_running(session, org_id=org_id, policy=policy)
     before = {field: getattr(policy, field) for field in ("name", "category", "severity")}
     after = before | {field: value for field, value in changes.items() if field in before}
     text = restated(changes.get("rule_text", policy.rule_text), before, after)
@@ -312,6 +315,10 @@ def update_policy(
     policy.versions.insert(0, _snapshot(policy, change_request))
     session.flush()
     states.refresh_org(session, org_id=org_id)
+    found = evaluation.noticed_running(session, org_id=org_id, policy=policy)
+    evaluation.announce_new_in_running(
+        session, org_id=org_id, before=flagged, after=found, cause="policySaved"
+    )
     return policy
 
 

@@ -220,6 +220,31 @@ def test_exceptions_granted_listed_and_revoked(console, server, org):
     assert not revoked.live
 
 
+def test_where_policies_need_approval_the_exception_form_submits_a_change_request(console, server, org):
+    with org_client(server, org) as orgdeck:
+        orgdeck.environments.create("staging")
+        policy = saved_policy(orgdeck, enforcement="deny")
+        orgdeck.settings.update(policy_approval_required=True)
+    app = console(PAGE)
+    assert not [b for b in app.button if b.label == "Grant exception"]
+    app.selectbox(key="exception_environment").select("staging")
+    app.text_area(key="exception_reason").input("Migration to gpt-4o under way")
+    button(app, "Submit exception for approval").click()
+    ran(app)
+    assert "Submitted an exception to **No gpt-3.5** for approval" in texts(app), texts(app)
+    assert not app.error, [e.value for e in app.error]
+    with org_client(server, org) as orgdeck:
+        assert orgdeck.policies.exceptions().items == []
+        (opened,) = orgdeck.change_requests.list().items
+    assert (opened.kind, opened.reason, opened.preview["action"]) == (
+        "policy",
+        "Migration to gpt-4o under way",
+        "exception",
+    )
+    assert opened.payload["policyId"] == policy.id
+    assert (opened.payload["environmentName"], opened.payload["exception"]) == ("staging", True)
+
+
 def preview_old_bot(console) -> AppTest:
     app = console("pages/deployments.py")
     app.session_state["tab"] = "Deploy"
