@@ -3,10 +3,16 @@ there first and for how long, and promotes exactly what runs complete there."""
 
 from __future__ import annotations
 
+import json
+from datetime import UTC, datetime, timedelta
+
 import pytest
+from sqlalchemy import text
 
 from api.errors import BadRequest, Forbidden
+from tests.conftest import count_rows
 from tests.test_changes import team  # noqa: F401 (a fixture)
+from tests.test_deployments import pinnable, versioned_agent, wait_for_end  # noqa: F401 (pinnable: a fixture)
 
 
 def audit_actions(client, target_id: str) -> list[str]:
@@ -86,3 +92,190 @@ def test_several_environments_may_promote_from_one_and_deleting_it_clears_the_pa
         client.environments.update(environment.id, promotes_from=staging.id)
     client.environments.delete(staging.id)
     assert [client.environments.get(e.id).promotes_from for e in (eu, us)] == [None, None]
+
+
+# -- promotion ------------------------------------------------------------------------------
+
+
+def running(db, environment_id: str) -> dict[str, tuple[int, dict]]:
+    """What runs in the environment: by agent id, version and config without target-made keys."""
+    with db.engine.connect() as connection:
+        rows = connection.execute(
+            text("SELECT agent_id, version, config FROM agent_deployments WHERE environment_id = :e"),
+            {"e": environment_id},
+        ).all()
+    return {
+        agent_id: (
+            version,
+            {k: v for k, v in _json(config).items() if k not in {"policies", "policyBundleHash"}},
+        )
+        for agent_id, version, config in rows
+    }
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
+@pytest.fixture
+def path(client) -> tuple[str, str]:
+    """`staging` and `production`, which promotes from it."""
+    staging = client.environments.create("staging").id
+    production = client.environments.create("production").id
+    client.environments.update(production, promotes_from=staging)
+    return staging, production
+
+
+def test_promotion_deploys_exactly_the_versions_and_prompt_pins_running_in_from(client, db, pinnable):  # noqa: F811
+    staging = pinnable  # alpha's prompt `triage` can be pinned
+    production = client.environments.create("production").id
+    client.environments.update(production, promotes_from=staging)
+    versioned_agent(client, "triage")
+    client.agents.update("triage", provider_config={"model": "gpt-4o", "temperature": 0.5})
+    client.agents.snapshot("triage")  # version 2, left undeployed
+    pinned = client.deployments.deploy(staging, ["alpha"], prompt_name="triage", version="1")
+    assert wait_for_end(client, pinned.id).status == "complete"
+    first = client.deployments.deploy(staging, ["triage"], agent_versions={"triage": 1}, model="gpt-4.1")
+    assert wait_for_end(client, first.id).status == "complete"
+
+    preview = client.deployments.preview_promotion(staging, production)
+    assert [(a.stable_key, a.status, a.target_version) for a in preview.agents] == [
+        ("alpha", "added", 1),
+        ("triage", "added", 1),
+    ]
+    assert count_rows(db, "deployment_jobs") == 2
+    job = wait_for_end(client, client.deployments.promote(staging, production).id)
+    assert job.status == "complete"
+    promoted = running(db, production)
+    assert promoted == running(db, staging)
+    configs = {config["name"]: config for _, config in promoted.values()}
+    assert configs["alpha"]["promptPins"] == {"triage": "1"}
+    assert configs["triage"]["model"] == "gpt-4.1"
+    assert not client.deployments.preview_promotion(staging, production).has_changes
+
+
+def test_promotion_refuses_what_does_not_run_in_from_naming_the_field(client, http, org, db, path):
+    staging, production = path
+    versioned_agent(client, "triage")
+    before = count_rows(db, "deployment_jobs")
+    cases = [
+        ({"from": staging, "to": production}, "from"),  # nothing runs there
+        ({"from": "env_nothing", "to": production}, "from"),
+        ({"from": staging, "to": "env_nothing"}, "to"),
+        ({"from": staging, "to": staging}, "to"),
+        ({"from": staging, "to": production, "agentStableKeys": ["triage"]}, "agentStableKeys"),
+    ]
+    for route in ("agents/deployments/promote", "agents/deployments/promote/preview"):
+        for case, field in cases:
+            answer = http.post(route, json={"orgSlug": org.slug, **case}, headers=org.headers)
+            assert answer.status_code == 400, (route, case, answer.text)
+            assert answer.json()["details"][0]["field"] == field, (route, case)
+    assert count_rows(db, "deployment_jobs") == before
+
+
+def test_promotion_to_a_protected_environment_goes_through_review(client, team, path):  # noqa: F811
+    staging, production = path
+    client.environments.update(production, protected=True)
+    versioned_agent(client, "triage")
+    assert wait_for_end(client, client.deployments.deploy(staging, ["triage"]).id).status == "complete"
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+    with pytest.raises(Forbidden) as direct:
+        ana.deployments.promote(staging, production)
+    assert direct.value.code == "approval_required"
+    assert '"promotedFrom"' in direct.value.message
+    payload = {"environmentId": production, "agentStableKeys": ["triage"], "promotedFrom": staging}
+    opened = ana.change_requests.open("deployment", payload, "Promote triage")
+    applied = bo.change_requests.approve(opened.id)
+    assert applied.status == "applied"
+    job = wait_for_end(client, applied.result["jobId"])
+    assert job.status == "complete" and job.change_request.id == opened.id
+
+
+# -- gates ----------------------------------------------------------------------------------
+
+
+def gated(client, staging: str, production: str, soak_minutes: int = 0) -> None:
+    client.environments.update(production, require_promotion=True, soak_minutes=soak_minutes)
+
+
+def backdate(db, environment_id: str, minutes: int) -> None:
+    """What runs in the environment began that long ago."""
+    with db.engine.begin() as connection:
+        connection.execute(
+            text("UPDATE agent_deployments SET deployed_at = :at WHERE environment_id = :e"),
+            {"at": datetime.now(UTC) - timedelta(minutes=minutes), "e": environment_id},
+        )
+
+
+def test_promotion_required_refuses_a_version_not_run_in_from_and_passes_once_it_has(client, db, path):
+    staging, production = path
+    gated(client, staging, production)
+    versioned_agent(client, "triage")
+    with pytest.raises(Forbidden) as refused:
+        client.deployments.deploy(production, ["triage"])
+    assert refused.value.code == "promotion_required"
+    assert "triage version 1 must run complete in 'staging' first" in refused.value.message
+    warnings = client.deployments.preview(production, ["triage"]).warnings
+    assert [(w.code, w.message) for w in warnings] == [("promotion_required", refused.value.message)]
+
+    assert wait_for_end(client, client.deployments.deploy(staging, ["triage"]).id).status == "complete"
+    client.agents.update("triage", name="Triage two")
+    client.agents.snapshot("triage")  # version 2 has not run in staging
+    with pytest.raises(Forbidden) as newer:
+        client.deployments.deploy(production, ["triage"])
+    assert "triage version 2 must run complete in 'staging' first" in newer.value.message
+    job = client.deployments.deploy(production, ["triage"], agent_versions={"triage": 1})
+    assert wait_for_end(client, job.id).status == "complete"
+    assert client.deployments.preview(production, ["triage"], agent_versions={"triage": 1}).warnings == []
+
+
+def test_soak_time_holds_a_version_until_it_ran_long_enough_without_failing(client, db, path):
+    staging, production = path
+    gated(client, staging, production, soak_minutes=60)
+    versioned_agent(client, "triage")
+    assert wait_for_end(client, client.deployments.deploy(staging, ["triage"]).id).status == "complete"
+    backdate(db, staging, 45)
+    with pytest.raises(Forbidden) as soaking:
+        client.deployments.promote(staging, production)
+    assert soaking.value.code == "promotion_required"
+    assert "must run in 'staging' for 60 min first (15 min left)" in soaking.value.message
+    assert [w.code for w in client.deployments.preview_promotion(staging, production).warnings] == [
+        "promotion_required"
+    ]
+    backdate(db, staging, 61)
+    assert client.deployments.preview_promotion(staging, production).warnings == []
+    fail_agent_in(db, staging, "triage", minutes_ago=50)
+    with pytest.raises(Forbidden) as failed:
+        client.deployments.promote(staging, production)
+    assert "triage version 1 failed in 'staging'" in failed.value.message
+    # A new deployment there that completes starts the soak again; once soaked, it passes.
+    assert wait_for_end(client, client.deployments.deploy(staging, ["triage"]).id).status == "complete"
+    client.environments.update(production, soak_minutes=30)
+    backdate(db, staging, 40)  # after the failure, 50 minutes ago
+    assert wait_for_end(client, client.deployments.promote(staging, production).id).status == "complete"
+
+
+def fail_agent_in(db, environment_id: str, stable_key: str, *, minutes_ago: int) -> None:
+    """A job in the environment that failed for the agent that long ago."""
+    with db.engine.begin() as connection:
+        agent_id = connection.execute(
+            text("SELECT agent_id FROM agent_deployments WHERE environment_id = :e"), {"e": environment_id}
+        ).scalar_one()
+        org_id = connection.execute(
+            text("SELECT org_id FROM environments WHERE id = :e"), {"e": environment_id}
+        ).scalar_one()
+        now = datetime.now(UTC) - timedelta(minutes=minutes_ago)
+        connection.execute(
+            text(
+                "INSERT INTO deployment_jobs (id, org_id, environment_id, status, attempts, created_at, "
+                "finished_at) VALUES ('job_failed', :o, :e, 'error', 1, :now, :now)"
+            ),
+            {"o": org_id, "e": environment_id, "now": now},
+        )
+        connection.execute(
+            text(
+                "INSERT INTO deployment_job_agents (job_id, agent_id, stable_key, version, config, "
+                "config_hash, status, error) VALUES ('job_failed', :a, :k, 1, '{}', 'x', 'error', 'boom')"
+            ),
+            {"a": agent_id, "k": stable_key},
+        )
