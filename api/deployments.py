@@ -288,6 +288,13 @@ class MetricsFigures(Record):
     change_failure_rate: float | None = None
     median_duration_seconds: float | None = None
     median_time_to_restore_seconds: float | None = None
+    lead_time: float | None = Field(
+        None,
+        description="Lead time for changes: the median, in seconds, from an agent version's creation "
+        "to its first complete deployment in a production environment (marked `production`, or the "
+        "last on a promotion path), over the versions whose first arrival falls in the stretch; null "
+        "without any (and for an environment that is not production).",
+    )
 
 
 class MetricsPoint(MetricsFigures):

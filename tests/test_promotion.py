@@ -4,14 +4,21 @@ there first and for how long, and promotes exactly what runs complete there."""
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime, timedelta
+import random
+import statistics
+from datetime import UTC, date, datetime, timedelta
 
 import pytest
-from sqlalchemy import text
+from sqlalchemy import select, text
 
 from api.errors import BadRequest, Forbidden
+from service.agents.models import AgentRow, AgentVersionRow
+from service.deployments.models import DeploymentJobAgentRow as JobAgentRow
+from service.deployments.models import DeploymentJobRow as JobRow
+from service.storage.ids import new_id
 from tests.conftest import count_rows
 from tests.test_changes import team  # noqa: F401 (a fixture)
+from tests.test_deployment_analytics import org_id_of
 from tests.test_deployments import pinnable, versioned_agent, wait_for_end  # noqa: F401 (pinnable: a fixture)
 
 
@@ -279,3 +286,107 @@ def fail_agent_in(db, environment_id: str, stable_key: str, *, minutes_ago: int)
             ),
             {"a": agent_id, "k": stable_key},
         )
+
+
+# -- lead time for changes ------------------------------------------------------------------
+
+
+def test_lead_time_matches_a_brute_force_computation_over_random_histories(client, db):
+    """Random versions and jobs in `staging`, `prod` (marked production) and `eu` (last on the path
+    from staging): the metrics' lead times per week, per environment and over the range are the
+    medians a direct reading of every job gives."""
+    generator = random.Random(34)
+    staging, prod, eu = (client.environments.create(name).id for name in ("staging", "prod", "eu"))
+    client.environments.update(prod, production=True)
+    client.environments.update(eu, promotes_from=staging)
+    for key in ("alpha", "beta", "gamma"):
+        versioned_agent(client, key)
+    start, end = date(2025, 3, 3), date(2025, 4, 27)
+    origin = datetime(2025, 2, 20, tzinfo=UTC)
+    with db.session(write=True) as session:
+        org_id = org_id_of(session, client.org_slug)
+        agents = list(session.scalars(select(AgentRow).where(AgentRow.org_id == org_id)))
+        created: dict[tuple[str, int], datetime] = {}
+        for agent in agents:
+            first = session.scalar(select(AgentVersionRow).where(AgentVersionRow.agent_id == agent.id))
+            created[(agent.id, 1)] = first.created_at  # now: its arrivals fall after the range
+            for number in range(2, 7):
+                moment = origin + timedelta(seconds=generator.randrange(60 * 86400))
+                session.add(
+                    AgentVersionRow(
+                        id=new_id("agv"),
+                        agent_id=agent.id,
+                        number=number,
+                        content_hash=f"{number:064d}",
+                        snapshot=first.snapshot,
+                        created_at=moment,
+                    )
+                )
+                created[(agent.id, number)] = moment
+        history = []
+        for _ in range(300):
+            agent = generator.choice(agents)
+            number = generator.randrange(1, 7)
+            environment = generator.choice((staging, prod, eu))
+            finished = created[(agent.id, number)] + timedelta(seconds=generator.randrange(1, 40 * 86400))
+            status = generator.choice(("complete", "complete", "error"))
+            history.append((agent.id, number, environment, finished, status))
+            session.add(
+                JobRow(
+                    id=new_id("job", at=finished),
+                    org_id=org_id,
+                    environment_id=environment,
+                    status=status,
+                    attempts=1,
+                    created_at=finished - timedelta(seconds=30),
+                    started_at=finished - timedelta(seconds=20),
+                    finished_at=finished,
+                    agent_rows=[
+                        JobAgentRow(
+                            agent_id=agent.id,
+                            stable_key=agent.stable_key,
+                            version=number,
+                            config={},
+                            config_hash="0" * 64,
+                            status=status,
+                        )
+                    ],
+                )
+            )
+
+    def week(moment: datetime) -> date:
+        return moment.date() - timedelta(days=moment.weekday())
+
+    def expected(environments: tuple[str, ...]) -> dict[date | None, float]:
+        """By week (None: the range), the median lead time of versions first complete in any of them."""
+        firsts: dict[tuple[str, int], datetime] = {}
+        for agent_id, number, environment, finished, status in history:
+            if environment in environments and status == "complete":
+                version = (agent_id, number)
+                firsts[version] = min(finished, firsts.get(version, finished))
+        leads: dict[date | None, list[float]] = {}
+        for version, reached in firsts.items():
+            if start <= reached.date() <= end:
+                for cell in (week(reached), None):
+                    leads.setdefault(cell, []).append((reached - created[version]).total_seconds())
+        return {cell: statistics.median(values) for cell, values in leads.items()}
+
+    answer = client.deployments.metrics(period="week", start=start, end=end)
+    everywhere = expected((prod, eu))
+    assert len(everywhere) > 5  # several weeks with arrivals: the history exercises the medians
+    assert answer.totals.lead_time == pytest.approx(everywhere[None])
+    assert {p.period_start: p.lead_time for p in answer.periods if p.lead_time is not None} == pytest.approx(
+        {cell: value for cell, value in everywhere.items() if cell is not None}
+    )
+    by_environment = {e.environment_id: e for e in answer.environments}
+    assert by_environment[staging].lead_time is None
+    for environment in (prod, eu):
+        own = expected((environment,))
+        assert by_environment[environment].lead_time == pytest.approx(own[None])
+        assert {
+            p.period_start: p.lead_time
+            for p in by_environment[environment].periods
+            if p.lead_time is not None
+        } == pytest.approx({cell: value for cell, value in own.items() if cell is not None})
+    one = client.deployments.metrics(period="week", start=start, end=end, environment_id=eu)
+    assert one.totals.lead_time == pytest.approx(expected((eu,))[None])
