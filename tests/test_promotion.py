@@ -225,6 +225,14 @@ def test_promotion_required_refuses_a_version_not_run_in_from_and_passes_once_it
     warnings = client.deployments.preview(production, ["triage"]).warnings
     assert [(w.code, w.message) for w in warnings] == [("promotion_required", refused.value.message)]
 
+    client.environments.update(production, protected=True)
+    opened = client.change_requests.open(
+        "deployment", {"environmentId": production, "agentStableKeys": ["triage"]}, "First"
+    )
+    assert opened.preview["promotionBlocks"] == [refused.value.message]
+    client.change_requests.cancel(opened.id)
+    client.environments.update(production, protected=False)
+
     assert wait_for_end(client, client.deployments.deploy(staging, ["triage"]).id).status == "complete"
     client.agents.update("triage", name="Triage two")
     client.agents.snapshot("triage")  # version 2 has not run in staging
