@@ -69,6 +69,25 @@ class DeploymentRequest(OrgScoped):
         default=None,
         description="Version to deploy per stableKey (e.g. to roll back); others get their latest.",
     )
+    promoted_from: EnvironmentId | None = Field(
+        default=None,
+        description="Deploy what runs complete in this environment: each agent's version, pinned "
+        "prompt versions and config as they run there (no overrides beside it). Set by "
+        "POST /agents/deployments/promote, and by the change requests it sends to review.",
+    )
+
+
+class PromotionRequest(OrgScoped):
+    """Deploy to `to` exactly what runs complete in `from` (every agent running there, or those named)."""
+
+    from_environment_id: EnvironmentId = Field(alias="from", description="The environment promoted from.")
+    to: EnvironmentId = Field(description="The environment promoted to.")
+    agent_stable_keys: list[StableKey] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_AGENTS_PER_DEPLOYMENT,
+        description="Only these agents; absent: every agent running in `from`.",
+    )
 
 
 class FleetDeploymentRequest(OrgScoped):
@@ -269,6 +288,13 @@ class MetricsFigures(Record):
     change_failure_rate: float | None = None
     median_duration_seconds: float | None = None
     median_time_to_restore_seconds: float | None = None
+    lead_time: float | None = Field(
+        None,
+        description="Lead time for changes: the median, in seconds, from an agent version's creation "
+        "to its first complete deployment in a production environment (marked `production`, or the "
+        "last on a promotion path), over the versions whose first arrival falls in the stretch; null "
+        "without any (and for an environment that is not production).",
+    )
 
 
 class MetricsPoint(MetricsFigures):
@@ -366,6 +392,44 @@ class DeploymentsResource(Resource):
         headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
         answer = self._client.request("POST", "/agents/deployments", json=payload, headers=headers)
         return DeploymentJob.model_validate(answer)
+
+    def preview_promotion(
+        self,
+        from_environment_id: str,
+        to_environment_id: str,
+        agent_stable_keys: list[str] | None = None,
+        *,
+        org_slug: str | None = None,
+    ) -> DeploymentPreview:
+        """What promoting would change in the second environment; executes nothing."""
+        payload = self._promotion(from_environment_id, to_environment_id, agent_stable_keys, org_slug)
+        answer = self._client.request("POST", "/agents/deployments/promote/preview", json=payload)
+        return DeploymentPreview.model_validate(answer)
+
+    def promote(
+        self,
+        from_environment_id: str,
+        to_environment_id: str,
+        agent_stable_keys: list[str] | None = None,
+        *,
+        org_slug: str | None = None,
+    ) -> DeploymentJob:
+        """Deploy to the second environment exactly what runs complete in the first (every agent
+        running there, or those named)."""
+        payload = self._promotion(from_environment_id, to_environment_id, agent_stable_keys, org_slug)
+        answer = self._client.request("POST", "/agents/deployments/promote", json=payload)
+        return DeploymentJob.model_validate(answer)
+
+    def _promotion(
+        self, source: str, target: str, agent_stable_keys: list[str] | None, org_slug: str | None
+    ) -> dict[str, Any]:
+        return body(
+            PromotionRequest,
+            org_slug=self._org(org_slug),
+            from_environment_id=source,
+            to=target,
+            agent_stable_keys=agent_stable_keys,
+        )
 
     def deploy_fleet(
         self, fleet_id: str, environment_id: str, *, org_slug: str | None = None

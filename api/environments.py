@@ -20,7 +20,7 @@ from api.common import (
     Timestamp,
     WholeNumber,
 )
-from api.deployments import JobStatus
+from api.deployments import EnvironmentId, JobStatus
 from api.resource import Resource, body
 from api.transport import Transport
 
@@ -30,6 +30,7 @@ ENVIRONMENT_NAME_PATTERN = r"^[a-z0-9][a-z0-9-]{0,62}$"
 SECRET_NAME_PATTERN = r"^[A-Z][A-Z0-9_]{0,127}$"  # noqa: S105 - a pattern, not a password
 SECRET_VALUE_MAX_BYTES = 64 * 1024
 WEBHOOK_URL_MAX_LENGTH = 2000
+MAX_SOAK_MINUTES = 60 * 24 * 30  # a month
 
 EnvironmentName = Annotated[str, StringConstraints(pattern=ENVIRONMENT_NAME_PATTERN)]
 SecretName = Annotated[str, StringConstraints(pattern=SECRET_NAME_PATTERN)]
@@ -105,6 +106,22 @@ class UpdateEnvironment(EnvironmentFields):
     required_approvals: Patch[WholeNumber(1, 5)] = Field(
         None, description="Approvals a change request here needs (1-5); changing it needs admin."
     )
+    promotes_from: EnvironmentId | None = Field(
+        None,
+        description="The environment this one promotes from (its id; null: none); no cycles. Needs admin.",
+    )
+    require_promotion: Patch[bool] = Field(
+        None,
+        description="A deployment here must have run complete in promotesFrom first; needs admin.",
+    )
+    soak_minutes: Patch[WholeNumber(0, MAX_SOAK_MINUTES)] = Field(
+        None,
+        description="With requirePromotion: how long it must have run there, with no failed job since; "
+        "needs admin.",
+    )
+    production: Patch[bool] = Field(
+        None, description="Counts as production for lead time for changes; needs admin."
+    )
 
 
 class ListEnvironments(OrgScoped):
@@ -135,6 +152,12 @@ class Environment(Record):
         "change requests.",
     )
     required_approvals: int = Field(1, description="Approvals a change request here needs.")
+    promotes_from: str | None = Field(None, description="The environment this one promotes from, if any.")
+    require_promotion: bool = Field(
+        False, description="Deployments here must have run complete in promotesFrom first."
+    )
+    soak_minutes: int = Field(0, description="How long they must have run there with no failed job since.")
+    production: bool = Field(False, description="Counts as production for lead time for changes.")
     secret_count: int = Field(description="Secrets scoped to this environment (org-wide ones not counted).")
     last_deployment: LastDeployment | None = Field(None, description="Its newest job; null before any.")
     signing_key_created_at: Timestamp | None = Field(
@@ -256,8 +279,13 @@ class EnvironmentsResource(Resource):
         webhook_url: str | None = None,
         protected: bool | None = None,
         required_approvals: int | None = None,
+        promotes_from: str | None = None,
+        require_promotion: bool | None = None,
+        soak_minutes: int | None = None,
+        production: bool | None = None,
         org_slug: str | None = None,
     ) -> Environment:
+        """Fields left None keep their value (`promotes_from=""` clears the promotion path)."""
         payload = body(
             UpdateEnvironment,
             org_slug=self._org(org_slug),
@@ -267,7 +295,13 @@ class EnvironmentsResource(Resource):
             webhook_url=webhook_url,
             protected=protected,
             required_approvals=required_approvals,
+            promotes_from=promotes_from,
+            require_promotion=require_promotion,
+            soak_minutes=soak_minutes,
+            production=production,
         )
+        if promotes_from == "":
+            payload["promotesFrom"] = None
         answer = self._client.request("PATCH", f"/environments/{environment_id}", json=payload)
         return Environment.model_validate(answer)
 

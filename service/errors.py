@@ -68,6 +68,16 @@ class ApprovalRequired(Forbidden):
         self.rule, self.kind = rule, kind
 
 
+class PromotionRequired(Forbidden):
+    """A deployment to an environment with `requirePromotion` of versions that have not run (long
+    enough, without failing) in the environment it promotes from."""
+
+    code = "promotion_required"
+
+    def __init__(self, blocks: list[str]) -> None:
+        super().__init__("; ".join(blocks), field="agentStableKeys")
+
+
 class RefusalOnRecord(Forbidden):
     """A refusal that is itself on record: once the refused work is rolled back, `record_refusal`
     writes what must be kept of it in a transaction of its own (service.http.routing) and answers

@@ -107,6 +107,8 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
     walk.write("updateFleet", lambda: c.fleets.update(fleet.id, description="Core agents"))
     job = walk.write("deploy", lambda: c.deployments.deploy(environment.id, ["triage"]))
     wait_for_end(c, job.id)
+    later = walk.write("createEnvironment", lambda: c.environments.create("later"))
+    wait_for_end(c, walk.write("promote", lambda: c.deployments.promote(environment.id, later.id)).id)
     c.agents.update("triage", fleet_id=fleet.id)
     walk.actions.add("updateAgent")
     wait_for_end(
@@ -243,6 +245,7 @@ def document_writes(server) -> set[str]:
         "listAgents",
         "listEnvironments",
         "previewDeployment",
+        "previewPromotion",
         "generatePolicyPrompt",
         "testProvider",
         "testPolicy",

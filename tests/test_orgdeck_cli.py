@@ -31,6 +31,7 @@ COMMANDS = [
     ["deploy"],
     ["deploy", "preview"],
     ["deploy", "run"],
+    ["promote"],
     ["jobs", "list"],
     ["jobs", "show"],
     ["status"],
@@ -277,6 +278,28 @@ def test_deploy_wait_exits_by_how_the_job_ended(orgdeck, client, api, org):
     human = orgdeck("deploy", "run", "production", "support-bot", "--wait")
     assert human.returncode == 0
     assert "complete" in human.stdout and "support-bot" in human.stdout
+
+
+def test_promote_deploys_what_runs_in_from_and_exits_like_deploy(orgdeck, client, api, org):
+    versioned_agent(client, "support-bot")
+    versioned_agent(client, "triage")
+    staging = client.environments.create("staging").id
+    production = client.environments.create("production").id
+    assert wait_for_end(client, client.deployments.deploy(staging, ["support-bot"]).id).status == "complete"
+    done = orgdeck("promote", "staging", "production", "--wait", "--json")
+    assert done.returncode == 0, done.stderr
+    job = json.loads(done.stdout)
+    assert (job["status"], [a["stableKey"] for a in job["agents"]]) == ("complete", ["support-bot"])
+    assert job == api("GET", f"agents/deployment-jobs/{job['id']}", params={"orgSlug": org.slug})
+    started = orgdeck("promote", "staging", "production", "support-bot")
+    assert started.returncode == 0 and "Started job job_" in started.stdout
+    not_running = orgdeck("promote", "staging", "production", "triage")
+    assert not_running.returncode == 1 and "triage" in not_running.stderr
+    assert orgdeck("promote", "staging", "production", "nobody").returncode == 4
+    assert orgdeck("promote", "staging", "nowhere").returncode == 4
+    client.environments.update(production, promotes_from=staging, require_promotion=True, soak_minutes=60)
+    held = orgdeck("promote", "staging", "production", "--json")
+    assert held.returncode == 3 and "promotion_required" in held.stdout  # a 403, as for deploy
 
 
 def test_deploy_wait_exits_1_for_error_and_partial_and_2_on_timeout(orgdeck, client):

@@ -36,6 +36,7 @@ Examples:
   orgdeck prompts publish acme/support triage-system prompts/triage.md --label production
   orgdeck deploy preview production support-bot --exit-code
   orgdeck deploy production support-bot --wait --timeout 600
+  orgdeck promote staging production --wait
   orgdeck status --env production --exit-code
 
 \b
@@ -157,6 +158,7 @@ for command in (
     agents.group,
     fleets.group,
     deploy.group,
+    deploy.promote,
     deploy.jobs,
     deploy.status,
     changes.group,

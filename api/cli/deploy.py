@@ -1,4 +1,5 @@
-"""`orgdeck deploy`, `orgdeck jobs` and `orgdeck status`: preview, run and follow deployments, and drift."""
+"""`orgdeck deploy`, `orgdeck promote`, `orgdeck jobs` and `orgdeck status`: preview, run and follow
+deployments and promotions, and drift."""
 
 from __future__ import annotations
 
@@ -337,6 +338,38 @@ def rollback(
     number = version or previous_version(client, target.id, agent)
     job = client.deployments.deploy(target.id, [agent], agent_versions={agent: number})
     finish(client, job, f"{agent} back to version {number} in {target.name}", wait, timeout, as_json)
+
+
+@click.command(
+    epilog="""\b
+Examples:
+  orgdeck promote staging production --wait
+  orgdeck promote staging production support-bot triage --wait --timeout 900 --json
+"""
+)
+@click.argument("source", metavar="FROM")
+@click.argument("target", metavar="TO")
+@click.argument("agents", nargs=-1, metavar="[AGENT]...")
+@wait_options
+@json_option
+@with_client
+def promote(
+    client: OrgdeckClient,
+    source: str,
+    target: str,
+    agents: tuple[str, ...],
+    wait: bool,
+    timeout: float,
+    as_json: bool,
+) -> None:
+    """Deploy to TO exactly what runs complete in FROM (names or ids): every agent running there, or
+    AGENT… (stable keys), each at the version and with the config it runs with there. Exit codes as
+    for `deploy`."""
+    source_id, target_id = (resolve_environment(client, name).id for name in (source, target))
+    job = with_known_agents(
+        client, agents, lambda: client.deployments.promote(source_id, target_id, list(agents) or None)
+    )
+    finish(client, job, f"{len(job.agents)} agents from {source} to {target}", wait, timeout, as_json)
 
 
 def previous_version(client: OrgdeckClient, environment_id: str, agent: str) -> int:

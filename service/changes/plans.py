@@ -91,6 +91,8 @@ def plan_deployment(
                 enforce=False,
             )
         ],
+        # The promotion gates as they stand when it is opened; checked again when it is applied.
+        "promotionBlocks": deployments.promotion_blocks(session, environment, planned),
     }
     return Planned(
         payload=pinned.model_dump(mode="json", by_alias=True, exclude_none=True),

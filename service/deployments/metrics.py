@@ -5,6 +5,8 @@
 - Change failure rate: failed (error or partial) jobs among ended ones: the deployment-failure
   proxy, since a deployment that succeeds and then misbehaves is not seen here.
 - Median duration: from a job's start to its end.
+- Lead time for changes: see service.deployments.leadtime (not from the rollups: one row per
+  version and production environment, found in SQL).
 - Median time to restore: per incident, from the end of the first failed job of a run to the end
   of the next complete job in that environment, counted on the day that failure was created,
   whenever the restore came.
@@ -31,6 +33,7 @@ from sqlalchemy import func, select
 from sqlalchemy.orm import Session, aliased
 
 from api.deployments import DeploymentMetrics, EnvironmentMetrics, MetricsPoint
+from service.deployments import leadtime
 from service.deployments.analytics_cache import kept_answer
 from service.deployments.histograms import medians, sparse
 from service.deployments.models import DeploymentMetricRollupRow, DeploymentMonthRollupRow
@@ -62,10 +65,13 @@ def metrics(
     start, end = analytics_range(start, end)
     environments = analysed_environments(session, org_id=org_id, environment_id=environment_id)
     shown = tuple((environment["id"], environment["name"]) for environment in environments)
-    request = ("metrics", period, start, end, environment_id, shown)
+    # Marking an environment production changes lead times but no rollup: it is part of the question.
+    production = leadtime.production_environments(session, org_id=org_id)
+    request = ("metrics", period, start, end, environment_id, shown, production)
 
     def make() -> str:
-        return _metrics(session, org_id, period, start, end, environment_id, environments).model_dump_json()
+        answer = _metrics(session, org_id, period, start, end, environment_id, environments, production)
+        return answer.model_dump_json()
 
     return kept_answer(session, org_id, request, make)
 
@@ -78,9 +84,14 @@ def _metrics(
     end: date,
     environment_id: str | None,
     environments: list[dict[str, str]],
+    production: tuple[str, ...],
 ) -> DeploymentMetrics:
     firsts = period_starts(start, end, period)
     ids = [environment["id"] for environment in environments]
+    arrivals = leadtime.arrivals(
+        session, org_id=org_id, environment_ids=[e for e in production if environment_id in (None, e)]
+    )
+    lead_times = leadtime.median_lead_times(arrivals, environments=ids, firsts=firsts, period=period)
     summed = _summed(
         _read(session, org_id, environment_id, start, end, period, ids, firsts), len(ids), len(firsts)
     )
@@ -97,7 +108,9 @@ def _metrics(
             since, last = max(since, first), min(until, next_period(first, period) - timedelta(days=1))
         else:
             last = until
-        return summed.figures(environment, period_index, (last - since).days + 1)
+        counted = summed.figures(environment, period_index, (last - since).days + 1)
+        lead_time = lead_times.get((environment, period_index))
+        return counted | {"lead_time": round(lead_time, 3) if lead_time is not None else None}
 
     return DeploymentMetrics(
         period=period,

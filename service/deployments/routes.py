@@ -4,6 +4,7 @@ from typing import Annotated
 
 from fastapi import Path, Query
 from fastapi.responses import Response
+from sqlalchemy.orm import Session
 
 from api.common import DEFAULT_PAGE_SIZE, Day, Page
 from api.deployments import (
@@ -24,12 +25,14 @@ from api.deployments import (
     HeatmapMetric,
     HistoryEntry,
     MetricsPeriod,
+    PromotionRequest,
     SigningKey,
     SigningKeyRequest,
     StatusMatrix,
 )
-from service.deployments import heatmaps, history, joblist, matrix, metrics, service, states
+from service.deployments import heatmaps, history, joblist, matrix, metrics, promotion, service, states
 from service.errors import InvalidInput
+from service.http.auth import Caller
 from service.http.deps import (
     Admin,
     AppSettings,
@@ -67,8 +70,47 @@ JobLimitQuery = Annotated[
 def preview_deployment(body: DeploymentRequest, caller: Viewer, session: ReadSession) -> DeploymentPreview:
     """What deploying would change in the environment, agent by agent and field by field, and the
     policies it would break (each with its enforcement: a deny one refuses the deploy). Writes nothing."""
+    return _preview(session, caller=caller, request=body)
+
+
+@router.post("/agents/deployments", response_model=DeploymentJob)
+def deploy(body: DeploymentRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
+    """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
+    job = service.create_job(
+        session,
+        org_id=caller.org_id_for(body.org_slug),
+        request=body,
+        actor=caller.member_email or caller.key_name,
+    )
+    return DeploymentJob.model_validate(job)
+
+
+@router.post("/agents/deployments/promote/preview", response_model=DeploymentPreview)
+def preview_promotion(body: PromotionRequest, caller: Viewer, session: ReadSession) -> DeploymentPreview:
+    """What promoting would change in `to`, as a deployment's preview tells it. Writes nothing."""
+    request = promotion.promotion_request(session, org_id=caller.org_id_for(body.org_slug), request=body)
+    return _preview(session, caller=caller, request=request)
+
+
+@router.post("/agents/deployments/promote", response_model=DeploymentJob)
+def promote(body: PromotionRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
+    """Deploy to `to` exactly what runs complete in `from` (versions, prompt pins and configs), as
+    one deployment job: checked, gated and (to a protected environment) reviewed like any."""
+    org_id = caller.org_id_for(body.org_slug)
+    request = promotion.promotion_request(session, org_id=org_id, request=body)
+    job = service.create_job(
+        session,
+        org_id=org_id,
+        request=request,
+        actor=caller.member_email or caller.key_name,
+        action="promote",
+    )
+    return DeploymentJob.model_validate(job)
+
+
+def _preview(session: Session, *, caller: Caller, request: DeploymentRequest) -> DeploymentPreview:
     environment, planned = service.plan_deployment(
-        session, org_id=caller.org_id_for(body.org_slug), request=body
+        session, org_id=caller.org_id_for(request.org_slug), request=request
     )
     agents = service.agent_previews(planned)
     deployment = {
@@ -89,21 +131,9 @@ def preview_deployment(body: DeploymentRequest, caller: Viewer, session: ReadSes
         environment_id=environment.id,
         has_changes=has_changes,
         agents=agents,
-        warnings=service.preview_warnings(session, environment),
+        warnings=service.preview_warnings(session, environment, planned),
         violations=violations,
     )
-
-
-@router.post("/agents/deployments", response_model=DeploymentJob)
-def deploy(body: DeploymentRequest, caller: Operator, session: WriteSession) -> DeploymentJob:
-    """Create a pending deployment job; a worker runs it. Follow it at /agents/deployment-jobs/{jobId}."""
-    job = service.create_job(
-        session,
-        org_id=caller.org_id_for(body.org_slug),
-        request=body,
-        actor=caller.member_email or caller.key_name,
-    )
-    return DeploymentJob.model_validate(job)
 
 
 @router.post("/agents/deployments/signing-key", response_model=SigningKey)

@@ -22,6 +22,7 @@ from api.deployments import (
 )
 from api.governance import Violation
 from service.agents.models import AgentRow, AgentVersionRow
+from service.deployments import promotion
 from service.deployments.diffs import diff_deployment
 from service.deployments.facts import load_prompts, readable_prompt
 from service.deployments.models import (
@@ -32,7 +33,7 @@ from service.deployments.models import (
 from service.environments import service as environments
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.protection import require_review_of_deployment, require_review_of_environment
-from service.errors import InvalidInput, NotFound
+from service.errors import InvalidInput, NotFound, PromotionRequired
 from service.events.hooks import Hook
 from service.fleets.service import get_fleet
 from service.observability import tracing
@@ -122,15 +123,24 @@ def plan_deployment(
     _check_tool_refs(session, org_id=org_id, tool_refs=request.tool_refs or [])
     versions = _versions(session, agents=agents, wanted=request.agent_versions or {})
     _check_prompt_pin(session, org_id=org_id, request=request, versions=list(versions.values()))
+    promoted = (
+        promotion.promoted_configs(
+            session,
+            org_id=org_id,
+            request=request,
+            versions={agent.stable_key: versions[agent.id].number for agent in agents},
+        )
+        if request.promoted_from is not None
+        else {}
+    )
     current = _current_deployments(session, environment_id=environment.id, agent_ids=[a.id for a in agents])
     bundles = policy_bundles(session, org_id=org_id, environment=environment, agents=agents)
     bundle_hashes: dict[tuple[Any, ...], str] = {}
     planned = []
     for agent in agents:
         version = versions[agent.id]
-        config = with_policies(
-            resolved_config(version.snapshot, request), bundles.get(agent.id, []), bundle_hashes
-        )
+        own = promoted.get(agent.stable_key) or resolved_config(version.snapshot, request)
+        config = with_policies(own, bundles.get(agent.id, []), bundle_hashes)
         planned.append(
             PlannedAgent(
                 agent=agent,
@@ -143,10 +153,23 @@ def plan_deployment(
     return environment, planned
 
 
-def preview_warnings(session: Session, environment: EnvironmentRow) -> list[PreviewWarning]:
+def preview_warnings(
+    session: Session, environment: EnvironmentRow, planned: Sequence[PlannedAgent]
+) -> list[PreviewWarning]:
     """What would stop the previewed deployment from being made, said before anyone tries."""
     missing_key = _missing_signing_key(session, environment)
-    return [missing_key] if missing_key is not None else []
+    held = [
+        PreviewWarning(code=PromotionRequired.code, message=block)
+        for block in promotion_blocks(session, environment, planned)
+    ]
+    return ([missing_key] if missing_key is not None else []) + held
+
+
+def promotion_blocks(
+    session: Session, environment: EnvironmentRow, planned: Sequence[PlannedAgent]
+) -> list[str]:
+    versions = {plan.agent.id: (plan.agent.stable_key, plan.version) for plan in planned}
+    return promotion.promotion_blocks(session, environment=environment, versions=versions)
 
 
 def _missing_signing_key(session: Session, environment: EnvironmentRow) -> PreviewWarning | None:
@@ -210,7 +233,15 @@ def create_job(
     (a member's email or a key's name) and `action` are what policy checks read of it."""
     environment, planned = plan_deployment(session, org_id=org_id, request=request)
     if change_request is None:
-        require_review_of_deployment(environment)
+        promoting = request.promoted_from is not None
+        require_review_of_deployment(
+            environment,
+            payload=promotion.review_payload(request) if promoting else "this request's body",
+            field="to" if promoting else "environmentId",
+        )
+    blocks = promotion_blocks(session, environment, planned)
+    if blocks:
+        raise PromotionRequired(blocks)
     deployment = {"actor": actor, "viaChangeRequest": change_request is not None, "action": action}
     violations = policy_violations(
         session, org_id=org_id, environment=environment, planned=planned, deployment=deployment, enforce=True

@@ -27,6 +27,15 @@ class EnvironmentRow(Base):
     # Deployments here go through change requests needing this many approvals (service.changes).
     protected: Mapped[bool] = mapped_column(default=False)
     required_approvals: Mapped[int] = mapped_column(Integer, default=1)
+    # Its place on a promotion path and the gates before it (service.deployments.promotion): the
+    # environment whose complete deployments it takes, whether a deployment here must have run there
+    # first and for how long, and whether it counts as production for lead time. No foreign key:
+    # SQLite adds one only by rebuilding the table, which would drop its triggers; deleting an
+    # environment clears the paths from it (service.environments.service.delete_environment).
+    promotes_from: Mapped[str | None] = mapped_column(String(40))
+    require_promotion: Mapped[bool] = mapped_column(default=False)
+    soak_minutes: Mapped[int] = mapped_column(Integer, default=0)
+    production: Mapped[bool] = mapped_column(default=False)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 

@@ -16,12 +16,15 @@ from service.environments.models import EnvironmentRow, SecretRow
 from service.errors import ApprovalRequired
 
 
-def require_review_of_deployment(environment: EnvironmentRow) -> None:
+def require_review_of_deployment(
+    environment: EnvironmentRow, *, payload: str = "this request's body", field: str = "environmentId"
+) -> None:
     if environment.protected:
         raise ApprovalRequired(
             rule=f"Environment '{environment.name}' is protected (deployments need {_approvals(environment)})",
             kind="deployment",
-            field="environmentId",
+            field=field,
+            payload=payload,
         )
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import func, or_, select
+from sqlalchemy import func, or_, select, update
 from sqlalchemy.orm import Session
 
 from api.common import patched_fields
@@ -87,8 +87,10 @@ def find_environment_by_name(session: Session, *, org_id: str, name: str) -> Env
     )
 
 
-# Protection rules of an environment: the route is the operator's, these fields the admin's.
+# Protection rules and promotion gates of an environment: the route is the operator's, these
+# fields the admin's.
 PROTECTION_FIELDS = ("protected", "required_approvals")
+PROMOTION_FIELDS = ("promotes_from", "require_promotion", "soak_minutes", "production")
 
 
 def update_environment(
@@ -106,7 +108,15 @@ def update_environment(
     changes = patched_fields(request)
     if any(field in changes for field in PROTECTION_FIELDS) and not role_at_least(role, "admin"):
         raise InsufficientRole(needed="admin", held=role, action="Changing protected or requiredApprovals")
+    if any(field in changes for field in PROMOTION_FIELDS) and not role_at_least(role, "admin"):
+        raise InsufficientRole(
+            needed="admin",
+            held=role,
+            action="Changing promotesFrom, requirePromotion, soakMinutes or production",
+        )
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
+    if changes.get("promotes_from") is not None:
+        check_promotion_path(session, environment=environment, promotes_from=changes["promotes_from"])
     changes = checked_changes(session, environment=environment, changes=changes)
     if not reviewed:
         require_review_of_environment_fields(environment, changes)
@@ -114,6 +124,28 @@ def update_environment(
         setattr(environment, field, value)
     session.flush()
     return environment
+
+
+def check_promotion_path(session: Session, *, environment: EnvironmentRow, promotes_from: str) -> None:
+    """`promotes_from` names another environment of the organization, and following the path back
+    from it never comes round to this one (400 naming the loop)."""
+    source = session.scalar(
+        select(EnvironmentRow).where(
+            EnvironmentRow.id == promotes_from, EnvironmentRow.org_id == environment.org_id
+        )
+    )
+    if source is None:
+        raise InvalidInput(
+            f"promotesFrom '{promotes_from}' names no environment of this organization", field="promotesFrom"
+        )
+    loop = [environment.name]
+    while source is not None:
+        loop.append(source.name)
+        if source.id == environment.id:
+            raise InvalidInput(
+                f"promotesFrom would make a loop: {' promotes from '.join(loop)}", field="promotesFrom"
+            )
+        source = session.get(EnvironmentRow, source.promotes_from) if source.promotes_from else None
 
 
 def checked_changes(
@@ -176,11 +208,16 @@ def delete_environment(
     session: Session, *, org_id: str, environment_id: str, reviewed: bool = False
 ) -> EnvironmentRow:
     """Delete an environment where no agent is deployed; its secrets, tool deployment records and
-    jobs go with it (foreign keys). A protected one only by an approved change request (`reviewed`)."""
+    jobs go with it (foreign keys), and environments that promoted from it no longer promote. A protected one only by an approved change request (`reviewed`)."""
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
     if not reviewed:
         require_review_of_environment(environment, "delete", field="environmentId")
     require_unused(session, environment)
+    session.execute(
+        update(EnvironmentRow)
+        .where(EnvironmentRow.org_id == org_id, EnvironmentRow.promotes_from == environment.id)
+        .values(promotes_from=None)
+    )
     session.delete(environment)
     session.flush()
     return environment
