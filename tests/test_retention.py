@@ -219,6 +219,7 @@ def test_audit_events_are_pruned_only_where_an_export_covers_them(db, settings, 
                 covers_to_id=first_id_at("aud", now - 85 * DAY),
                 range_start=now - 101 * DAY,
                 range_end=now - 85 * DAY,
+                completed_at=now,
             )
         )
     prune_all(db, settings_90)

@@ -76,6 +76,7 @@ def _covered_by_export() -> tuple[ColumnElement[bool], ...]:
         export.org_id == AuditEventRow.org_id,
         export.covers_from_id <= AuditEventRow.id,
         AuditEventRow.id < export.covers_to_id,
+        export.completed_at.is_not(None),
     )
     return (covering.exists(),)
 

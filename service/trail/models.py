@@ -50,8 +50,8 @@ class AuditEventRow(Base):
 
 class AuditExportRow(Base):
     """An export of an organization's audit trail that was taken (GET /audit-events/export): the
-    range of event ids it covered, and who took it. The database deletes an audit event only when an
-    export covers it (migration 0033), so retention never prunes what nobody has kept."""
+    range of event ids it covered, who took it, and whether it streamed to its end. The database deletes an audit event only when a
+    completed export covers it (migration 0033), so retention never prunes what nobody has kept."""
 
     __tablename__ = "audit_exports"
     __table_args__ = (Index("ix_audit_exports_org_id_covers_from_id", "org_id", "covers_from_id"),)
@@ -66,3 +66,5 @@ class AuditExportRow(Base):
     actor_key_id: Mapped[str | None] = mapped_column(String(40))
     actor_member_email: Mapped[str | None] = mapped_column(String(320))
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set once the last event was streamed: an export cut short covers nothing.
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

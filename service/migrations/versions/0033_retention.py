@@ -1,4 +1,4 @@
-"""audit exports; an audit event may be deleted only once an export has covered it
+"""audit exports; an audit event may be deleted only once a completed export has covered it
 
 Retention prunes the trail by age, and that is the one deletion the database allows: the DELETE
 guard of 0018 now lets a row go when an export of its organization covers its id, and refuses every
@@ -25,6 +25,7 @@ COVERED = """
         SELECT 1 FROM audit_exports
         WHERE audit_exports.org_id = OLD.org_id
           AND audit_exports.covers_from_id <= OLD.id AND OLD.id < audit_exports.covers_to_id
+          AND audit_exports.completed_at IS NOT NULL
     )
 """
 SQLITE_DELETE_GUARD = """
@@ -79,6 +80,7 @@ def upgrade() -> None:
         sa.Column("actor_key_id", sa.String(length=40), nullable=True),
         sa.Column("actor_member_email", sa.String(length=320), nullable=True),
         sa.Column("created_at", service.storage.db.UTCDateTime(timezone=True), nullable=False),
+        sa.Column("completed_at", service.storage.db.UTCDateTime(timezone=True), nullable=True),
         sa.ForeignKeyConstraint(
             ["org_id"], ["organizations.id"], name=op.f("fk_audit_exports_org_id_organizations")
         ),
