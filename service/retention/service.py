@@ -34,6 +34,7 @@ logger = logging.getLogger("orgdeck.retention")
 MAX_BATCHES_PER_ROUND = 10
 # An idle worker looks for prunable rows this often, not every round: ages change slowly.
 IDLE_PASS_SECONDS = 60.0
+HELD_COUNT_LIMIT = 100_000
 _next_pass_at = [0.0]  # monotonic time of this process's next pass
 FINISHED_DELIVERY_STATUSES = ("sent", "dead")
 
@@ -173,19 +174,22 @@ def _has_any(session: Session, kind: Kind, cutoff_id: str) -> bool:
 
 
 def _report_unexported(db: Database, days: float) -> None:
-    """Say loudly that audit events past their retention are kept because no export covers them."""
+    """Say loudly that audit events past their retention are kept because no export covers them.
+    Counted up to HELD_COUNT_LIMIT (a pass must not scan a trail nobody exports in full)."""
     cutoff_id = first_id_at("aud", utcnow() - timedelta(days=days))
+    held_ids = (
+        select(AuditEventRow.id)
+        .where(AuditEventRow.id < cutoff_id, ~_covered_by_export()[0])
+        .limit(HELD_COUNT_LIMIT)
+        .subquery()
+    )
     with db.session() as session:
-        held = session.scalar(
-            select(func.count())
-            .select_from(AuditEventRow)
-            .where(AuditEventRow.id < cutoff_id, ~_covered_by_export()[0])
-        )
-    metrics.RETENTION_HELD_AUDIT_EVENTS.set(held or 0)
+        held = session.scalar(select(func.count()).select_from(held_ids)) or 0
+    metrics.RETENTION_HELD_AUDIT_EVENTS.set(held)
     if held:
         logger.warning(
-            "Retention keeps %d audit events older than %g days: no export covers them "
+            "Retention keeps %s audit events older than %g days: no export covers them "
             "(GET /audit-events/export, or `orgdeck audit export`, then they are pruned)",
-            held,
+            f"{held}" if held < HELD_COUNT_LIMIT else f"at least {held}",
             days,
         )
