@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -99,11 +100,7 @@ class OrgdeckClient:
         the same on every attempt, so it is retried like a read: the service does it at most once.
         """
         method = method.upper()
-        all_headers = dict(headers or {})
-        if self.api_key and self.api_key.startswith(constants.API_KEY_PREFIX):
-            all_headers["X-API-Key"] = self.api_key
-        elif self.api_key:
-            all_headers["Authorization"] = f"Bearer {self.api_key}"
+        all_headers = self._credentials(headers)
         if method in constants.KEYED_METHODS and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER):
             all_headers[constants.IDEMPOTENCY_HEADER] = str(uuid.uuid4())
         retry_safe = method in constants.SAFE_METHODS or _has_header(
@@ -127,6 +124,29 @@ class OrgdeckClient:
                 return _decode(response)
             time.sleep(delay)
         raise AssertionError("unreachable: the last attempt always returns or raises")
+
+    def stream_lines(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[str]:
+        """GET a streamed answer (NDJSON) line by line, as it arrives; an ApiError for an error
+        answer. Not retried: a stream cut short is started again by its caller."""
+        clean_params = {k: v for k, v in (params or {}).items() if v is not None}
+        try:
+            with self._http.stream(
+                "GET", self.base_url + path, params=clean_params, headers=self._credentials(None)
+            ) as response:
+                if not response.is_success:
+                    response.read()
+                    _decode(response)
+                yield from response.iter_lines()
+        except httpx.TransportError as exc:
+            raise ConnectionFailed(f"Could not reach {self.base_url}: {exc}") from exc
+
+    def _credentials(self, headers: dict[str, str] | None) -> dict[str, str]:
+        all_headers = dict(headers or {})
+        if self.api_key and self.api_key.startswith(constants.API_KEY_PREFIX):
+            all_headers["X-API-Key"] = self.api_key
+        elif self.api_key:
+            all_headers["Authorization"] = f"Bearer {self.api_key}"
+        return all_headers
 
     def close(self) -> None:
         if self._owns_http:

@@ -6,6 +6,7 @@ Resources (`api/agents.py`, `api/deployments.py`, …) depend on this protocol, 
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 
@@ -27,4 +28,8 @@ class Transport(Protocol):
         headers: dict[str, str] | None = None,
     ) -> Any:
         """Send one request and return the decoded JSON body (an ApiError for an error answer)."""
+        ...
+
+    def stream_lines(self, path: str, *, params: dict[str, Any] | None = None) -> Iterator[str]:
+        """GET a streamed answer line by line, as it arrives (an ApiError for an error answer)."""
         ...

@@ -94,6 +94,33 @@ class Settings(BaseSettings):
         description="How long a webhook channel's previous signing secret still signs after a rotation.",
     )
 
+    retention_notification_logs_days: float = Field(
+        30.0, ge=0, description="Days a delivery attempt stays in the notification log; 0 keeps it forever."
+    )
+    retention_deliveries_days: float = Field(
+        30.0,
+        ge=0,
+        description="Days a finished (sent or dead) delivery is kept after it was queued; 0: forever.",
+    )
+    retention_audit_events_days: float = Field(
+        0.0,
+        ge=0,
+        description="Days an audit event is kept; 0 (the default) keeps the trail forever. Only events "
+        "an export has covered are ever pruned (GET /audit-events/export).",
+    )
+    retention_idempotency_days: float = Field(
+        1.0, ge=1, description="Days an idempotency record is kept (a key is replayed for 24 hours)."
+    )
+    retention_job_details_days: float = Field(
+        365.0,
+        ge=0,
+        description="Days an ended deployment job keeps its per-agent detail (versions, resolved config, "
+        "results); the job itself and the analytics' rollups stay. 0: forever.",
+    )
+    retention_batch_size: int = Field(
+        1000, ge=1, le=100_000, description="Rows one pruning statement deletes, each in its own transaction."
+    )
+
     oidc_issuer: str | None = Field(
         None,
         description="The company identity provider's issuer URL: its tokens sign people in "

@@ -24,6 +24,7 @@ from service.deployments.states import check_due_states
 from service.idempotency.service import expire_keys
 from service.notifications.sender import Sender
 from service.observability import metrics
+from service.retention.service import prune
 from service.settings import Settings
 from service.storage.db import Database
 
@@ -34,7 +35,7 @@ Task = Callable[[Database, Settings], bool]
 
 def registered_tasks() -> list[Task]:
     """Every area's tasks, in the order one round runs them."""
-    return [run_deployment_jobs, check_due_states, expire_keys, expire_change_requests]
+    return [run_deployment_jobs, check_due_states, expire_keys, expire_change_requests, prune]
 
 
 class Worker:

@@ -140,6 +140,11 @@ def make_settings(data_dir: Path, database_url: str, **overrides: object) -> Set
         "rate_limit": 1_000_000,
         "outbound_allow_private": ["*"],
         "encryption_keys": [SESSION_ENCRYPTION_KEY],
+        # Tests seed history at fixed past dates: the served worker must not prune it beneath them
+        # (tests/test_retention.py sets each retention it checks).
+        "retention_notification_logs_days": 0,
+        "retention_deliveries_days": 0,
+        "retention_job_details_days": 0,
     }
     values.update(overrides)
     return Settings(**values)

@@ -14,6 +14,7 @@ import click
 from api.cli import (
     access,
     agents,
+    audit,
     changes,
     channels,
     deploy,
@@ -38,6 +39,7 @@ Examples:
   orgdeck deploy production support-bot --wait --timeout 600
   orgdeck promote staging production --wait
   orgdeck status --env production --exit-code
+  orgdeck audit export --from 2026-01-01 > audit.ndjson
 
 \b
 In a pipeline, without a key: the job's own OpenID Connect token (ORGDECK_OIDC_TOKEN, or
@@ -105,7 +107,8 @@ def _show(error: click.ClickException, *, as_json: bool) -> None:
 @click.pass_context
 def cli(ctx: click.Context, api_url: str | None, api_key: str | None, profile: str) -> None:
     """Set up an organization (registries, environments, agents, fleets, channels, keys, members),
-    publish prompts, preview and run deployments, review changes and check drift on an Orgdeck service."""
+    publish prompts, preview and run deployments, review changes, check drift and export the audit
+    trail on an Orgdeck service."""
     connection = Connection(api_url=api_url, api_key=api_key, profile=profile)
     ctx.obj = connection
     ctx.call_on_close(connection.close)
@@ -167,6 +170,7 @@ for command in (
     access.keys,
     access.members,
     policies.group,
+    audit.group,
 ):
     cli.add_command(command)
 

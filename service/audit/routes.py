@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 from fastapi import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 
-from api.audit import AuditEvent, AuditQuery, AuditStats, AuditStatsQuery
+from api.audit import AuditEvent, AuditExportQuery, AuditQuery, AuditStats, AuditStatsQuery
 from api.common import Page
-from service.audit import service
-from service.http.deps import ReadSession, Viewer
+from service.audit import export, service
+from service.http.deps import Admin, ReadSession, Viewer, WriteSession
 from service.http.query import (
     FLATTENED_DATE_RANGE,
     date_range_parameter,
@@ -60,3 +60,35 @@ def audit_stats(request: Request, caller: Viewer, session: ReadSession) -> Audit
     """
     query = parse_query(request, AuditStatsQuery, STATS_SCALARS)
     return service.stats(session, org_id=caller.org_id_for(query.org_slug), query=query)
+
+
+EXPORT_OPENAPI = {
+    "parameters": [
+        parameter("orgSlug", "The organization the request acts on.", {"type": "string"}, required=True),
+        date_range_parameter("events"),
+        *FLATTENED_DATE_RANGE,
+    ],
+    "responses": {
+        "200": {
+            "description": "One AuditEvent per line, oldest first.",
+            "content": {"application/x-ndjson": {"schema": {"$ref": "#/components/schemas/AuditEvent"}}},
+        }
+    },
+}
+
+
+@router.get("/audit-events/export", response_class=StreamingResponse, openapi_extra=EXPORT_OPENAPI)
+def export_audit_events(request: Request, caller: Admin, session: WriteSession) -> StreamingResponse:
+    """Every event of the range, oldest first, streamed as NDJSON (any number of them, in constant
+    memory). The export is on record (who, which range); once streamed to its end, retention may
+    prune the events it covered (ORGDECK_RETENTION_AUDIT_EVENTS_DAYS)."""
+    query = parse_query(request, AuditExportQuery, ("orgSlug",))
+    started = export.start_export(
+        session,
+        org_id=caller.org_id_for(query.org_slug),
+        key_id=caller.key_id,
+        member_email=caller.member_email,
+        query=query,
+    )
+    lines = export.event_lines(request.app.state.db, started)
+    return StreamingResponse(lines, media_type="application/x-ndjson")

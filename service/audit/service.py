@@ -53,7 +53,7 @@ def list_events(session: Session, *, org_id: str, query: AuditQuery) -> AuditPag
 
 
 @functools.cache
-def _event_json(dialect: str) -> ColumnElement[str]:
+def event_json(dialect: str) -> ColumnElement[str]:
     """An event's AuditEvent JSON, made by the database (with the change request that applied the
     change, if one did)."""
     event = AuditEventRow
@@ -73,8 +73,8 @@ def _event_json(dialect: str) -> ColumnElement[str]:
 
 
 def _filtered(session: Session, *, org_id: str, query: AuditQuery) -> Select[tuple[str, str]]:
-    event_json = _event_json(dialect_name(session))
-    statement = select(AuditEventRow.id, event_json).where(AuditEventRow.org_id == org_id)
+    event_json_column = event_json(dialect_name(session))
+    statement = select(AuditEventRow.id, event_json_column).where(AuditEventRow.org_id == org_id)
     statement = statement.where(
         *_narrowed(
             session, org_id=org_id, actor=query.actor, action=query.action, target_type=query.target_type

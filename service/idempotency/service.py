@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import logging
 import secrets
 from dataclasses import dataclass
 from datetime import timedelta
@@ -25,9 +26,12 @@ from sqlalchemy.orm import Session
 from service.errors import ServiceError
 from service.http.inputguard import UNREAD, Body
 from service.idempotency.models import IdempotencyKeyRow
+from service.observability import metrics
 from service.settings import Settings
 from service.storage.crypto import REENCRYPT_BATCH, Cipher, DecryptionFailed
 from service.storage.db import Database, dialect_insert, dialect_name, utcnow
+
+logger = logging.getLogger("orgdeck.retention")
 
 HEADER = "Idempotency-Key"
 KEY_LIFETIME = timedelta(hours=24)
@@ -270,13 +274,27 @@ def rotate_answers(session: Session, *, cipher: Cipher) -> int:
         last = tuple(batch[-1][:3])
 
 
-def expire_keys(db: Database, _settings: Settings) -> bool:
-    """Worker task: delete keys older than their lifetime (they would be treated as new anyway)."""
-    expired = IdempotencyKeyRow.created_at <= utcnow() - KEY_LIFETIME
+def expire_keys(db: Database, settings: Settings) -> bool:
+    """Worker task: delete keys older than their retention (ORGDECK_RETENTION_IDEMPOTENCY_DAYS, at
+    least their replay lifetime: older ones would be treated as new anyway), a bounded batch per
+    transaction; True while more are left."""
+    expired = IdempotencyKeyRow.created_at <= utcnow() - timedelta(days=settings.retention_idempotency_days)
+    row_key = tuple_(IdempotencyKeyRow.org_id, IdempotencyKeyRow.caller_id, IdempotencyKeyRow.key)
+    oldest = (
+        select(IdempotencyKeyRow.org_id, IdempotencyKeyRow.caller_id, IdempotencyKeyRow.key)
+        .where(expired)
+        .limit(settings.retention_batch_size)
+    )
     # A read first: an idle worker must not take SQLite's write lock every round.
     with db.session() as session:
-        if session.scalar(select(IdempotencyKeyRow.key).where(expired).limit(1)) is None:
-            return False
+        keys = session.execute(oldest).all()
+    if not keys:
+        return False
+    with db.session(write=True) as session:
+        session.execute(delete(IdempotencyKeyRow).where(row_key.in_([tuple(key) for key in keys]), expired))
+    metrics.RETENTION_PRUNED.labels(kind="idempotency_records").inc(len(keys))
+    logger.info("Retention pruned %d idempotency_records", len(keys))
+    return len(keys) == settings.retention_batch_size
     with db.session(write=True) as session:
         session.execute(delete(IdempotencyKeyRow).where(expired))
     return False

@@ -8,7 +8,7 @@ processes on one host).
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram, disable_created_metrics
+from prometheus_client import Counter, Gauge, Histogram, disable_created_metrics
 
 # A `_created` series beside every series doubles what each scrape carries, for a value nobody graphs.
 disable_created_metrics()
@@ -42,4 +42,10 @@ DELIVERY_ATTEMPTS = Counter(
 )
 DEPLOYMENT_JOBS_ENDED = Counter(
     "orgdeck_deployment_jobs_ended", "Deployment jobs that ended, by final state.", ("state",)
+)
+RETENTION_PRUNED = Counter("orgdeck_retention_pruned_rows", "Rows deleted by retention, by kind.", ("kind",))
+RETENTION_HELD_AUDIT_EVENTS = Gauge(
+    "orgdeck_retention_unexported_audit_events",
+    "Audit events past their retention that no export covers yet, so they are kept (as last counted).",
+    multiprocess_mode="max",
 )

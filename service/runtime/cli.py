@@ -1,4 +1,4 @@
-"""`python -m service …`: serve, migrate, create-org, rotate-secrets."""
+"""`python -m service …`: serve, migrate, create-org, rotate-secrets, backup, restore."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from service.errors import ServiceError
@@ -151,6 +152,48 @@ def cmd_rotate_secrets(settings: Settings, _args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_backup(settings: Settings, args: argparse.Namespace) -> int:
+    from service.storage import backup
+
+    database = backup.sqlite_path(settings.resolved_database_url)
+    if database is None:
+        print(backup.POSTGRESQL_INSTRUCTIONS, file=sys.stderr)
+        return 2
+    try:
+        backup.backup(database, args.path)
+    except backup.BackupRefused as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    print(f"Backed up {database} to {args.path}.", file=sys.stderr)
+    if not settings.encryption_keys:
+        print(
+            f"Note: its secrets are encrypted with the generated key {settings.data_dir / 'encryption.key'}; "
+            "keep a copy of that key apart from the backup (a restore needs it).",
+            file=sys.stderr,
+        )
+    return 0
+
+
+def cmd_restore(settings: Settings, args: argparse.Namespace) -> int:
+    from service.storage import backup
+
+    database = backup.sqlite_path(settings.resolved_database_url)
+    if database is None:
+        print(backup.POSTGRESQL_INSTRUCTIONS, file=sys.stderr)
+        return 2
+    try:
+        backup.restore(args.path, database, force=args.force)
+    except backup.BackupRefused as refusal:
+        print(f"error: {refusal}", file=sys.stderr)
+        return 1
+    print(
+        f"Restored {args.path} to {database}; serve it with the same ORGDECK_ENCRYPTION_KEYS "
+        "(`serve` migrates it to this code's schema first).",
+        file=sys.stderr,
+    )
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m service",
@@ -199,6 +242,29 @@ def build_parser() -> argparse.ArgumentParser:
         "(still listed after it) can then be removed. Safe to run while the service is serving.",
     )
     rotate.set_defaults(handler=cmd_rotate_secrets)
+
+    backup = commands.add_parser(
+        "backup",
+        help="copy the SQLite database to PATH, consistent while the service serves",
+        description="Copy the SQLite database (ORGDECK_DATA_DIR or ORGDECK_DATABASE_URL) to the new file "
+        "PATH with SQLite's online backup API: the database as it was at one moment, taken while the "
+        "service goes on serving. PostgreSQL: prints the pg_dump command to use instead (exit 2).",
+    )
+    backup.add_argument("path", type=Path, help="the backup file to write (never overwritten)")
+    backup.set_defaults(handler=cmd_backup)
+
+    restore = commands.add_parser(
+        "restore",
+        help="restore a backup into the configured (new) data directory",
+        description="Copy the backup at PATH to the configured SQLite database, normally in a new "
+        "ORGDECK_DATA_DIR. Refuses when a database is already there, unless --force (stop its service "
+        "first). PostgreSQL: prints the pg_restore command to use instead (exit 2).",
+    )
+    restore.add_argument("path", type=Path, help="a file written by `backup`")
+    restore.add_argument(
+        "--force", action="store_true", help="replace the database already there (its service stopped)"
+    )
+    restore.set_defaults(handler=cmd_restore)
     return parser
 
 

@@ -46,3 +46,25 @@ class AuditEventRow(Base):
     # A change applied by an approved change request: the request, its requester and the approvals
     # that applied it.
     change_request: Mapped[ChangeRequestRef | None] = mapped_column(WireJSON(ChangeRequestRef))
+
+
+class AuditExportRow(Base):
+    """An export of an organization's audit trail that was taken (GET /audit-events/export): the
+    range of event ids it covered, who took it, and whether it streamed to its end. The database deletes an audit event only when a
+    completed export covers it (migration 0033), so retention never prunes what nobody has kept."""
+
+    __tablename__ = "audit_exports"
+    __table_args__ = (Index("ix_audit_exports_org_id_covers_from_id", "org_id", "covers_from_id"),)
+
+    id: Mapped[str] = mapped_column(String(40), primary_key=True, default=lambda: new_id("aex"))
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id"))
+    # Event ids in [covers_from_id, covers_to_id) were streamed (ids sort as their times do).
+    covers_from_id: Mapped[str] = mapped_column(String(40))
+    covers_to_id: Mapped[str] = mapped_column(String(40))
+    range_start: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    range_end: Mapped[datetime] = mapped_column(UTCDateTime)
+    actor_key_id: Mapped[str | None] = mapped_column(String(40))
+    actor_member_email: Mapped[str | None] = mapped_column(String(320))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    # Set once the last event was streamed: an export cut short covers nothing.
+    completed_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

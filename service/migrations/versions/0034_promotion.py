@@ -2,7 +2,7 @@
 soak_minutes, production
 
 Revision ID: 0034_promotion
-Revises: 0031_trace_context
+Revises: 0033_retention
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "0034_promotion"
-down_revision = "0031_trace_context"
+down_revision = "0033_retention"
 branch_labels = None
 depends_on = None
 
