@@ -326,7 +326,13 @@ DAY_FILTERS = [
 ]
 MOMENT_FILTERS = [
     (path, name, f"dateRange.{member}")
-    for path in ("audit-events", "audit-events/stats", "notifications/logs", "notifications/deliveries")
+    for path in (
+        "audit-events",
+        "audit-events/stats",
+        "audit-events/export",
+        "notifications/logs",
+        "notifications/deliveries",
+    )
     for member in ("start", "end")
     for name in (f"dateRange[{member}]", f"dateRange.{member}", member)
 ]
