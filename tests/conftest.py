@@ -32,6 +32,7 @@ from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
 from tests.oidc_provider import CONSOLE_CLIENT, IdentityProvider, running_provider
+from tests.oidc_provider import install as install_oidc_provider
 from tests.oidc_provider import missing_part as oidc_provider_missing
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
@@ -178,6 +179,11 @@ def org(db: Database) -> Org:
 @pytest.fixture
 def other_org(db: Database) -> Org:
     return new_org(db)
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once, in the process that starts the workers
+        install_oidc_provider()
 
 
 @pytest.fixture(scope="session")
