@@ -48,7 +48,14 @@ def test_generated_client_builds_without_losses_and_works(document, server, org,
         pytest.fail("openapi-python-client is missing: install requirements-dev.txt", pytrace=False)
     (tmp_path / "openapi.json").write_text(json.dumps(document))
     (tmp_path / "config.json").write_text(
-        json.dumps({"package_name_override": "orgdeck_generated", "post_hooks": []})
+        json.dumps(
+            {
+                "package_name_override": "orgdeck_generated",
+                "post_hooks": [],
+                # The audit export streams NDJSON, which the generator takes as bytes.
+                "content_type_overrides": {"application/x-ndjson": "application/octet-stream"},
+            }
+        )
     )
     generated = subprocess.run(
         [

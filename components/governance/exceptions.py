@@ -68,22 +68,7 @@ def grant_form(
         return
     with st.form("exception_form", clear_on_submit=False):
         fields = FormFields("exception")
-        policy_col, agent_col, env_col = layout.fields("exception_what", 3)
-        policy = policy_col.selectbox(
-            "Policy", deny_policies, format_func=lambda p: p.name, key="exception_policy"
-        )
-        fields.slot("policyId", where=policy_col)
-        agent = agent_col.selectbox(
-            "Agent", [ANY, *agent_keys], format_func=lambda k: k or "every agent", key="exception_agent"
-        )
-        fields.slot("agentStableKey", where=agent_col)
-        environment = env_col.selectbox(
-            "Environment",
-            [ANY, *environment_names],
-            format_func=lambda n: n or "every environment",
-            key="exception_environment",
-        )
-        fields.slot("environmentName", where=env_col)
+        policy, agent, environment = exception_subject(fields, deny_policies, environment_names, agent_keys)
         reason = fields.text_area("reason", key="exception_reason", height=80)
         today = datetime.now(UTC).date()
         expires = st.date_input(
@@ -116,7 +101,34 @@ def grant_form(
     }
     if reviewed:
         submit_exception(policy, wanted, fields)
-        return
+    else:
+        grant_exception(policy, wanted, fields)
+
+
+def exception_subject(
+    fields: FormFields, deny_policies: list[Policy], environment_names: list[str], agent_keys: list[str]
+) -> tuple[Policy, str, str]:
+    """The policy an exception passes through, and the agent and environment it covers (ANY: all)."""
+    policy_col, agent_col, env_col = layout.fields("exception_what", 3)
+    policy = policy_col.selectbox(
+        "Policy", deny_policies, format_func=lambda p: p.name, key="exception_policy"
+    )
+    fields.slot("policyId", where=policy_col)
+    agent = agent_col.selectbox(
+        "Agent", [ANY, *agent_keys], format_func=lambda k: k or "every agent", key="exception_agent"
+    )
+    fields.slot("agentStableKey", where=agent_col)
+    environment = env_col.selectbox(
+        "Environment",
+        [ANY, *environment_names],
+        format_func=lambda n: n or "every environment",
+        key="exception_environment",
+    )
+    fields.slot("environmentName", where=env_col)
+    return policy, agent, environment
+
+
+def grant_exception(policy: Policy, wanted: dict[str, Any], fields: FormFields) -> None:
     try:
         granted = client().policies.create_exception(**wanted)
     except ApiError as error:
