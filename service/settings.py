@@ -102,6 +102,16 @@ class Settings(BaseSettings):
         ge=0,
         description="Days a finished (sent or dead) delivery is kept after it was queued; 0: forever.",
     )
+    retention_events_days: float = Field(
+        30.0,
+        ge=0,
+        description="Days an event is kept once it was fanned out and no delivery of it is left; 0: forever.",
+    )
+    retention_sign_in_sessions_days: float = Field(
+        30.0,
+        ge=0,
+        description="Days a sign-in session is kept after it began, once its token expired; 0: forever.",
+    )
     retention_audit_events_days: float = Field(
         0.0,
         ge=0,

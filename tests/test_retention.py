@@ -22,6 +22,7 @@ from service.notifications.models import ChannelRow, DeliveryLogRow, DeliveryRow
 from service.orgs.models import OrganizationRow
 from service.retention.service import prune_pass
 from service.settings import Settings
+from service.signin.models import SignInSessionRow
 from service.storage.db import Database, utcnow
 from service.storage.ids import first_id_at, new_id
 from service.trail.models import AuditEventRow, AuditExportRow
@@ -42,6 +43,8 @@ def retention(settings: Settings, **days: float) -> Settings:
         "retention_deliveries_days": 0,
         "retention_audit_events_days": 0,
         "retention_job_details_days": 0,
+        "retention_events_days": 0,
+        "retention_sign_in_sessions_days": 0,
         **days,
     }
     return make_settings(settings.data_dir, settings.database_url, retention_batch_size=3, **values)
@@ -262,3 +265,76 @@ def test_idempotency_records_older_than_their_retention_go_in_batches(db, settin
     with db.session() as session:
         kept = set(session.scalars(select(IdempotencyKeyRow.key).where(IdempotencyKeyRow.org_id == org_id)))
     assert kept == {"k0", "k1"}
+
+
+def test_events_go_once_fanned_out_and_their_deliveries_are_gone(db, settings, org):
+    org_id, now = org_id_of(db, org), utcnow()
+    with db.session(write=True) as session:
+        channel = ChannelRow(org_id=org_id, name=f"c-{uuid.uuid4().hex[:6]}", kind="webhook", config={})
+        session.add(channel)
+        events = {}
+        for name, age, fanned_out, delivery in (
+            ("old, delivered, delivery gone", 40, True, None),
+            ("old, not yet fanned out", 40, False, None),
+            ("old, its delivery still pending", 40, True, "pending"),
+            ("recent, delivered", 5, True, None),
+        ):
+            moment = now - timedelta(days=age)
+            event = EventRow(
+                id=new_id("evt", at=moment),
+                org_id=org_id,
+                type="deployment.succeeded",
+                payload={},
+                occurred_at=moment,
+                fanned_out_at=moment if fanned_out else None,
+            )
+            session.add(event)
+            session.flush()
+            if delivery:
+                session.add(
+                    DeliveryRow(
+                        org_id=org_id,
+                        event_id=event.id,
+                        event_type=event.type,
+                        channel_id=channel.id,
+                        status=delivery,
+                    )
+                )
+            events[name] = event.id
+
+    pruned = prune_all(db, retention(settings, retention_events_days=30))
+
+    with db.session() as session:
+        kept = set(session.scalars(select(EventRow.id).where(EventRow.id.in_(events.values()))))
+    assert kept == set(events.values()) - {events["old, delivered, delivery gone"]}
+    assert pruned["events"] >= 1
+
+
+def test_sign_in_sessions_go_once_expired_and_older_than_their_retention(db, settings, org):
+    org_id, now = org_id_of(db, org), utcnow()
+    sessions = {
+        (age, expired): new_id("sis", at=now - timedelta(days=age))
+        for age, expired in ((40, True), (40, False), (5, True))
+    }
+    with db.session(write=True) as session:
+        session.execute(
+            insert(SignInSessionRow),
+            [
+                {
+                    "id": session_id,
+                    "org_id": org_id,
+                    "token_hash": uuid.uuid4().hex * 2,
+                    "started_at": now - timedelta(days=age),
+                    "expires_at": now - timedelta(hours=1) if expired else now + timedelta(hours=1),
+                }
+                for (age, expired), session_id in sessions.items()
+            ],
+        )
+
+    prune_all(db, retention(settings, retention_sign_in_sessions_days=30))
+
+    with db.session() as session:
+        kept = set(
+            session.scalars(select(SignInSessionRow.id).where(SignInSessionRow.id.in_(sessions.values())))
+        )
+    assert kept == {sessions[(40, False)], sessions[(5, True)]}

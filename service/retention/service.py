@@ -22,9 +22,11 @@ from sqlalchemy.orm import InstrumentedAttribute, Session
 
 from api.deployments import FINISHED_JOB_STATUSES
 from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
+from service.events.models import EventRow
 from service.notifications.models import DeliveryLogRow, DeliveryRow
 from service.observability import metrics
 from service.settings import Settings
+from service.signin.models import SignInSessionRow
 from service.storage.db import Database, utcnow
 from service.storage.ids import first_id_at
 from service.trail.models import AuditEventRow, AuditExportRow
@@ -71,6 +73,18 @@ def _ended_job() -> tuple[ColumnElement[bool], ...]:
     return (ended.exists(),)
 
 
+def _delivered_event() -> tuple[ColumnElement[bool], ...]:
+    """Fanned out, and no delivery left that was made of it (deliveries, pruned first, cascade from
+    their event: an event goes only once its deliveries have)."""
+    delivery = select(DeliveryRow.id).where(DeliveryRow.event_id == EventRow.id)
+    return (EventRow.fanned_out_at.is_not(None), ~delivery.exists())
+
+
+def _expired_session() -> tuple[ColumnElement[bool], ...]:
+    """Its token no longer verifies, so the row no longer answers anything (a sign-out included)."""
+    return (SignInSessionRow.expires_at < utcnow(),)
+
+
 def _covered_by_export() -> tuple[ColumnElement[bool], ...]:
     export = AuditExportRow
     covering = select(export.id).where(
@@ -105,6 +119,15 @@ KINDS = (
         AuditEventRow,
         AuditEventRow.id,
         _covered_by_export,
+    ),
+    Kind("events", lambda s: s.retention_events_days, "evt", EventRow, EventRow.id, _delivered_event),
+    Kind(
+        "sign_in_sessions",
+        lambda s: s.retention_sign_in_sessions_days,
+        "sis",
+        SignInSessionRow,
+        SignInSessionRow.id,
+        _expired_session,
     ),
     # A job's agents share its id: a batch may end inside a job, the next one takes the rest.
     Kind(
