@@ -113,7 +113,10 @@ def startup_table(starts: int) -> list[list[str]]:
         times = [parts[part] for parts in runs]
         rows.append([part, f"{statistics.median(times):.2f}", f"{max(times):.2f}", "", ""])
     shown = statistics.median(parts["demo data shown"] for parts in runs)
-    rows[-1][3:] = [f"≤ {STARTUP_REACH_SECONDS:.1f}", "reached" if shown <= STARTUP_REACH_SECONDS else "NOT reached"]
+    rows[-1][3:] = [
+        f"≤ {STARTUP_REACH_SECONDS:.1f}",
+        "reached" if shown <= STARTUP_REACH_SECONDS else "NOT reached",
+    ]
     return rows
 
 

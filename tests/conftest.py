@@ -38,12 +38,23 @@ from tests.oidc_provider import missing_part as oidc_provider_missing
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 POSTGRES_URL = os.environ.get("ORGDECK_TEST_DATABASE_URL", "")
 REDIS_URL = os.environ.get("ORGDECK_TEST_REDIS_URL", "redis://127.0.0.1:6379/15")
-ROOT = Path(__file__).resolve().parent.parent
 # Every service and worker this session starts on the shared database encrypts under one key, as
 # production processes share ORGDECK_ENCRYPTION_KEYS: one with a key of its own (its own data
 # directory) could not read what the others stored.
 SESSION_ENCRYPTION_KEY = Fernet.generate_key().decode()
 MISSING_PART = re.compile(r"(?P<part>[\w ]+?) unavailable: (?P<reason>.*)")
+
+
+def service_env(data_dir: Path, database_url: str, **extra: str) -> dict[str, str]:
+    """This process's environment for a service process of a test's own: its data directory, its
+    database, the session's encryption key, and `extra` (ORGDECK_* settings)."""
+    return {
+        **os.environ,
+        "ORGDECK_DATA_DIR": str(data_dir),
+        "ORGDECK_DATABASE_URL": database_url,
+        "ORGDECK_ENCRYPTION_KEYS": SESSION_ENCRYPTION_KEY,
+        **extra,
+    }
 
 
 def require(part: str, reason: str) -> None:
@@ -241,21 +252,6 @@ def raw_database_contains(database_url: str, needle: str) -> bool:
     dump = subprocess.run(command, capture_output=True, check=False, timeout=120).stdout
     assert dump, f"nothing read from {database_url}"
     return needle.encode() in dump
-
-
-def wait_until_up(url: str, process: subprocess.Popen[bytes], timeout: float = 60) -> None:
-    """Wait for a process we started to answer 200 at `url`; fail early if it exits."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise AssertionError(f"{process.args!r} exited with {process.returncode}")
-        try:
-            if httpx.get(url).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.1)
-    raise AssertionError(f"{url} did not come up in {timeout} s")
 
 
 def wait_for(condition: Callable[[], Any], timeout: float = 15, what: str = "condition") -> Any:

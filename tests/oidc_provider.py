@@ -10,7 +10,6 @@ import hashlib
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -19,6 +18,8 @@ from pathlib import Path
 from urllib.parse import parse_qs, urljoin, urlsplit
 
 import httpx
+
+from tests.processes import free_port
 
 FOLDER = Path(__file__).resolve().parent / "oidc"
 CALLBACK = "http://127.0.0.1/callback"
@@ -54,12 +55,6 @@ def missing_part() -> str | None:
     if not (FOLDER / "node_modules" / "oidc-provider").is_dir():
         return "its packages are not installed: run `npm ci --prefix tests/oidc`"
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @dataclass(frozen=True)

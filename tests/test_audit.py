@@ -9,7 +9,6 @@ operation that writes, so a new one without an event, or without a walk step, fa
 from __future__ import annotations
 
 import itertools
-import socket
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -22,15 +21,14 @@ from sqlalchemy.exc import DBAPIError
 from api import OrgdeckClient
 from api.audit import AuditEvent, AuditTarget
 from tests.conftest import Org, count_rows, wait_for
+from tests.processes import free_port
 from tests.test_deployments import wait_for_end
 
 SECRET = "s3cr3t-value-never-audited"
 
 
 def closed_port_url() -> str:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return f"http://127.0.0.1:{probe.getsockname()[1]}/hook"
+    return f"http://127.0.0.1:{free_port()}/hook"
 
 
 # Operations that write, reached by no step of the walk, each with the reason.

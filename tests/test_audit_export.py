@@ -15,7 +15,8 @@ from api import OrgdeckClient
 from service.retention.service import prune_pass
 from service.storage.db import utcnow
 from service.trail.models import AuditEventRow, AuditExportRow
-from tests.conftest import ROOT, Org, make_settings
+from tests.conftest import Org, make_settings
+from tests.processes import ROOT
 from tests.test_retention import ages, audit_ids, org_id_of, seed_audit_events
 
 DAY = timedelta(days=1)

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import sqlite3
 import subprocess
 import sys
 import threading
 import uuid
-from collections.abc import Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -24,7 +22,8 @@ from sqlalchemy import select
 from service.environments.models import SecretRow
 from service.storage.crypto import Cipher
 from service.storage.db import Database
-from tests.conftest import POSTGRES_URL, ROOT, wait_for, wait_until_up
+from tests.conftest import POSTGRES_URL, wait_for
+from tests.processes import ROOT, serving
 
 ENCRYPTION_KEY = Fernet.generate_key().decode()
 
@@ -50,27 +49,6 @@ def run_service(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[
         text=True,
         timeout=120,
     )
-
-
-@contextmanager
-def serving(env: dict[str, str]) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    base = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_until_up(base + "/health", process)
-        yield base
-    finally:
-        process.terminate()
-        process.wait(timeout=20)
 
 
 def fleet_names_in(database: Path, org_slug: str) -> set[str]:

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
 import httpx
 import pytest
 
-from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, wait_until_up
+from tests.conftest import SESSION_ENCRYPTION_KEY
+from tests.processes import ROOT, serving
 
 
 def run_cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -66,19 +66,7 @@ def test_migrate_is_idempotent(cli_env):
 def test_serve_answers_the_first_run_story(cli_env):
     acme = json.loads(run_cli("create-org", "cli-serve-acme", env=cli_env).stdout)
     other = json.loads(run_cli("create-org", "cli-serve-other", env=cli_env).stdout)
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=cli_env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-    base = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_until_up(base + "/health", process)
+    with serving(cli_env) as base:
         query = {"orgSlug": "cli-serve-acme"}
         assert (
             httpx.get(base + "/api-keys", params=query, headers={"X-API-Key": acme["apiKey"]}).status_code
@@ -93,6 +81,3 @@ def test_serve_answers_the_first_run_story(cli_env):
             base + "/api-keys", json={"orgSlug": "cli-serve-acme"}, headers={"X-API-Key": acme["apiKey"]}
         )
         assert bad.status_code == 400
-    finally:
-        process.terminate()
-        process.wait(timeout=20)

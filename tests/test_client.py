@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -14,6 +13,7 @@ from api import OrgdeckClient
 from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
 from service.runtime.server import ServerThread
 from tests.conftest import make_settings
+from tests.processes import free_port
 
 
 def test_health_whoami_and_keys(client, org):
@@ -142,10 +142,7 @@ def test_writes_without_a_key_do_not_retry_on_503(flaky):
 
 
 def test_unreachable_service_is_connection_failed():
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    orgdeck = OrgdeckClient(f"http://127.0.0.1:{port}/api", max_retries=1)
+    orgdeck = OrgdeckClient(f"http://127.0.0.1:{free_port()}/api", max_retries=1)
     with orgdeck, pytest.raises(ConnectionFailed, match="Could not reach"):
         orgdeck.health()
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import ROOT
+from tests.processes import ROOT
 
 MAX_PAGE_LINES = 400
 MAX_FUNCTION_LINES = 60

@@ -30,7 +30,8 @@ from service.runtime.bootstrap import create_org_with_key
 from service.runtime.server import ServerThread
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from tests.conftest import ROOT, make_settings, scratch_database
+from tests.conftest import make_settings, scratch_database
+from tests.processes import ROOT
 
 CHECKS = (
     "not_a_server_error",

@@ -21,14 +21,8 @@ from service.runtime.server import ServerThread
 from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import alembic_config, upgrade
-from tests.conftest import (
-    POSTGRES_URL,
-    ROOT,
-    SESSION_ENCRYPTION_KEY,
-    make_settings,
-    scratch_database,
-    wait_for,
-)
+from tests.conftest import POSTGRES_URL, SESSION_ENCRYPTION_KEY, make_settings, scratch_database, wait_for
+from tests.processes import ROOT
 
 EARLIER_REVISION = "0027_idempotency_callers"
 

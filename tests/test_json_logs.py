@@ -4,55 +4,29 @@ its request id, route template, status and duration, and no credential in any fi
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 
 import httpx
 
 from service.runtime.bootstrap import create_org_with_key
 from service.storage.db import Database
-from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, wait_until_up
+from tests.conftest import service_env
+from tests.processes import serving
 
 PLANTED = "sk-planted-0123456789abcdef"
 
 
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
-
 def test_json_lines_one_per_request_with_its_id_and_no_secret(tmp_path, database_url, db: Database):
     slug, key = create_org_with_key(db, slug="json-logs", name="JSON logs", key_name="admin")
-    port = free_port()
-    env = {
-        **os.environ,
-        "ORGDECK_DATA_DIR": str(tmp_path),
-        "ORGDECK_DATABASE_URL": database_url,
-        "ORGDECK_ENCRYPTION_KEYS": SESSION_ENCRYPTION_KEY,
-        "ORGDECK_LOG_FORMAT": "json",
-        "ORGDECK_RUN_WORKER": "false",
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    base = f"http://127.0.0.1:{port}/api"
-    try:
-        wait_until_up(base + "/health/live", process)
-        with httpx.Client(base_url=base + "/", headers={"X-API-Key": key}, timeout=30) as http:
-            found = http.get("api-keys", params={"orgSlug": slug}, headers={"X-Request-Id": "req-json-1"})
-            missing = http.get(f"agents/{PLANTED}", params={"orgSlug": slug, "token": PLANTED})
-            refused = http.get("whoami", headers={"X-API-Key": "odk_" + "Z" * 38})
-    finally:
-        process.terminate()
-        _, stderr = process.communicate(timeout=30)
+    env = service_env(tmp_path, database_url, ORGDECK_LOG_FORMAT="json", ORGDECK_RUN_WORKER="false")
+    log = tmp_path / "service.log"
+    with (
+        serving(env, log=log) as base,
+        httpx.Client(base_url=base + "/", headers={"X-API-Key": key}, timeout=30) as http,
+    ):
+        found = http.get("api-keys", params={"orgSlug": slug}, headers={"X-Request-Id": "req-json-1"})
+        missing = http.get(f"agents/{PLANTED}", params={"orgSlug": slug, "token": PLANTED})
+        refused = http.get("whoami", headers={"X-API-Key": "odk_" + "Z" * 38})
+    stderr = log.read_text()
     assert (found.status_code, missing.status_code, refused.status_code) == (200, 404, 401)
 
     lines = [json.loads(line) for line in stderr.splitlines() if line.strip()]  # every line is JSON

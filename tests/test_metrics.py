@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,15 +15,8 @@ from service.runtime.server import ServerThread
 from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from tests.conftest import (
-    ROOT,
-    SESSION_ENCRYPTION_KEY,
-    Org,
-    make_settings,
-    new_org,
-    scratch_database,
-    wait_until_up,
-)
+from tests.conftest import Org, make_settings, new_org, scratch_database, service_env
+from tests.processes import serving
 from tests.test_deployments import _job_left_running, versioned_agent, wait_for_end
 
 
@@ -154,36 +143,13 @@ def test_processes_sharing_a_multiprocess_directory_answer_their_sum(tmp_path, d
     """Two `serve` processes with one PROMETHEUS_MULTIPROC_DIR: either one's scrape counts both's requests."""
     shared = tmp_path / "prometheus"
     shared.mkdir()
-    env = {
-        **os.environ,
-        "ORGDECK_DATA_DIR": str(tmp_path),
-        "ORGDECK_DATABASE_URL": database_url,
-        "ORGDECK_ENCRYPTION_KEYS": SESSION_ENCRYPTION_KEY,
-        "ORGDECK_RUN_WORKER": "false",
-        "PROMETHEUS_MULTIPROC_DIR": str(shared),
-    }
-    processes, roots = [], []
-    try:
-        for _ in range(2):
-            with socket.socket() as probe:
-                probe.bind(("127.0.0.1", 0))
-                port = probe.getsockname()[1]
-            process = subprocess.Popen(
-                [sys.executable, "-m", "service", "serve", "--port", str(port)],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.DEVNULL,
-            )
-            processes.append(process)
-            roots.append(f"http://127.0.0.1:{port}")
-            wait_until_up(f"{roots[-1]}/api/health/live", process)
+    env = service_env(
+        tmp_path, database_url, ORGDECK_RUN_WORKER="false", PROMETHEUS_MULTIPROC_DIR=str(shared)
+    )
+    with serving(env) as first, serving(env) as second:
+        roots = [base.removesuffix("/api") for base in (first, second)]
         for root, times in zip(roots, (2, 3), strict=True):
             for _ in range(times):
                 assert httpx.get(f"{root}/api/whoami").status_code == 401
         scraped = scrape(roots[0])
-    finally:
-        for process in processes:
-            process.terminate()
-            process.wait(timeout=30)
     assert value(scraped, "orgdeck_http_requests_total", route="/api/whoami", method="GET", status="401") == 5

@@ -16,7 +16,7 @@ import pytest
 
 from api import OrgdeckClient
 from api.version import VERSION
-from tests.conftest import ROOT
+from tests.processes import ROOT
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
 COMMANDS = [

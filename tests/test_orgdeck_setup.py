@@ -15,7 +15,8 @@ import click
 import pytest
 
 from api.cli import cli
-from tests.conftest import ROOT, new_org
+from tests.conftest import new_org
+from tests.processes import ROOT
 from tests.test_changes import Team, production, team  # noqa: F401 (fixtures)
 from tests.test_deployments import versioned_agent, wait_for_end
 from tests.test_orgdeck_cli import Orgdeck, api, base_env, orgdeck  # noqa: F401 (fixtures)

@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from api.version import VERSION
-from tests.conftest import ROOT
+from tests.processes import ROOT
 
 
 def test_orgdeck_version():

@@ -15,7 +15,8 @@ import pytest
 from api import OrgdeckClient
 from api.errors import BadRequest, Forbidden, Unauthorized
 from api.members import ROLES, role_at_least
-from tests.conftest import ROOT, Org
+from tests.conftest import Org
+from tests.processes import ROOT
 
 OPEN = {("get", "/api/health"), ("get", "/api/health/live"), ("get", "/api/health/ready")}
 PUBLIC_READS = {

@@ -20,8 +20,9 @@ import pytest
 
 from service.runtime.server import ServerThread
 from service.signin.keysets import IssuerKeys
-from tests.conftest import ROOT, Org
+from tests.conftest import Org
 from tests.oidc_provider import IdentityProvider
+from tests.processes import ROOT
 
 
 @pytest.fixture

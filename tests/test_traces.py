@@ -5,12 +5,9 @@ to a collector (here a real one on loopback that keeps what it is sent)."""
 from __future__ import annotations
 
 import json
-import os
-import socket
-import subprocess
-import sys
 import threading
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -22,7 +19,8 @@ from api import OrgdeckClient
 from service.runtime.bootstrap import create_org_with_key
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, scratch_database, wait_for, wait_until_up
+from tests.conftest import scratch_database, service_env, wait_for
+from tests.processes import serving
 from tests.test_deployments import versioned_agent, wait_for_end
 
 TRACE_ID = "4bf92f3577b34da6a3ce929d0e0e4736"
@@ -100,39 +98,24 @@ def own_database(tmp_path) -> Iterator[tuple[str, Database]]:
             db.dispose()
 
 
-def serve(tmp_path, database_url: str, **extra_env: str) -> tuple[subprocess.Popen[str], str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith("OTEL_")},
-        "ORGDECK_DATA_DIR": str(tmp_path),
-        "ORGDECK_DATABASE_URL": database_url,
-        "ORGDECK_ENCRYPTION_KEYS": SESSION_ENCRYPTION_KEY,
-        "ORGDECK_OUTBOUND_ALLOW_PRIVATE": "*",
-        "ORGDECK_NOTIFICATION_POLL_SECONDS": "0.05",
-        **extra_env,
-    }
-    process = subprocess.Popen(
-        [sys.executable, "-m", "service", "serve", "--port", str(port)],
-        cwd=ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
+def traced_service(tmp_path, database_url: str, **extra: str) -> AbstractContextManager[str]:
+    """A service process of the test's own, seeing only the OTEL_* settings in `extra`."""
+    env = service_env(
+        tmp_path,
+        database_url,
+        ORGDECK_OUTBOUND_ALLOW_PRIVATE="*",
+        ORGDECK_NOTIFICATION_POLL_SECONDS="0.05",
+        **extra,
     )
-    url = f"http://127.0.0.1:{port}/api"
-    wait_until_up(url + "/health/live", process)
-    return process, url
+    return serving({k: v for k, v in env.items() if not k.startswith("OTEL_") or k in extra})
 
 
 def test_a_request_its_job_and_its_notification_share_one_trace(tmp_path, own_database, collector, webhook):
     database_url, db = own_database
     slug, key = create_org_with_key(db, slug="traced", name="Traced", key_name="admin")
-    process, url = serve(
+    with traced_service(
         tmp_path, database_url, OTEL_EXPORTER_OTLP_ENDPOINT=collector.url, OTEL_BSP_SCHEDULE_DELAY="100"
-    )
-    try:
+    ) as url:
         with OrgdeckClient(url, key, org_slug=slug) as client:
             channel = client.notifications.create_channel("Ops hook", "webhook", url=webhook.url + "/hook")
             client.notifications.subscribe(channel.id, "deployment.complete")
@@ -158,26 +141,19 @@ def test_a_request_its_job_and_its_notification_share_one_trace(tmp_path, own_da
         assert any(name.lower().startswith(("insert", "select")) for name in names)  # its SQL
         job_spans = [a for t, n, a in collector.spans() if n == "deployment job" and t == TRACE_ID]
         assert job_spans[0]["job_id"] == job.id
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
 
 
 def test_without_otel_settings_nothing_is_exported(tmp_path, own_database, collector):
     database_url, db = own_database
     slug, key = create_org_with_key(db, slug="untraced", name="Untraced", key_name="admin")
     # The collector's address is known, but only as a setting no OpenTelemetry reader looks at.
-    process, url = serve(tmp_path, database_url, ORGDECK_CONSOLE_URL=collector.url)
-    try:
-        with (
-            httpx.Client(headers={"traceparent": TRACEPARENT}) as http,
-            OrgdeckClient(url, key, org_slug=slug, http_client=http) as client,
-        ):
-            environment = client.environments.create("staging").id
-            versioned_agent(client, "alpha")
-            job = client.deployments.deploy(environment, ["alpha"])
-            assert wait_for_end(client, job.id).status == "complete"
-    finally:
-        process.terminate()
-        process.communicate(timeout=30)
+    with (
+        traced_service(tmp_path, database_url, ORGDECK_CONSOLE_URL=collector.url) as url,
+        httpx.Client(headers={"traceparent": TRACEPARENT}) as http,
+        OrgdeckClient(url, key, org_slug=slug, http_client=http) as client,
+    ):
+        environment = client.environments.create("staging").id
+        versioned_agent(client, "alpha")
+        job = client.deployments.deploy(environment, ["alpha"])
+        assert wait_for_end(client, job.id).status == "complete"
     assert collector.posts == []

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -20,7 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import ROOT, SESSION_ENCRYPTION_KEY, require, wait_until_up
+from tests.conftest import SESSION_ENCRYPTION_KEY, require
+from tests.processes import ROOT, free_port, wait_until_up
 
 CHROMIUM = os.environ.get("ORGDECK_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_ARGS = [
@@ -59,9 +59,7 @@ def running_console(
     """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`
     (acting with `api_key` when given, else each person signs in). `secrets`: its secrets.toml,
     with `{url}` standing for the console's own address."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORGDECK_API")}
     env.update({"ORGDECK_DATA_DIR": str(data_dir), "ORGDECK_DATABASE_URL": database_url})
     env["ORGDECK_ENCRYPTION_KEYS"] = SESSION_ENCRYPTION_KEY

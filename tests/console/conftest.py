@@ -7,7 +7,8 @@ from collections.abc import Callable
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from tests.conftest import ROOT, Org
+from tests.conftest import Org
+from tests.processes import ROOT
 
 APP = str(ROOT / "app.py")
 

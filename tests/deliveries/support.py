@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import threading
@@ -35,7 +34,8 @@ from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
 from service.worker import Worker, start_in_thread
-from tests.conftest import ROOT, make_settings, scratch_database
+from tests.conftest import make_settings, scratch_database
+from tests.processes import ROOT, free_port
 
 RETRY_SCHEDULE = [0.0, 1.0, 2.0]
 LEASE_SECONDS = 2.0
@@ -194,12 +194,6 @@ class Inbox:
     async def handle_DATA(self, _server: Any, _session: Any, envelope: Any) -> str:  # noqa: N802 - aiosmtpd's name
         self.messages.append((list(envelope.rcpt_tos), envelope.content))
         return "250 OK"
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 @pytest.fixture(scope="package")
