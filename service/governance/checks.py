@@ -8,12 +8,14 @@ the reference input on save (a 400 naming `check`), and as an `error` outcome at
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
 import cel
 
+from api.governance import PolicyExample
 from service.errors import InvalidInput
 
 Outcome = Literal["pass", "fail", "error"]
@@ -86,6 +88,13 @@ def run_check(compiled: CompiledCheck, input: CheckInput) -> CheckResult:
     if value is False:
         return FAILED
     return CheckResult(outcome="error", error=f"{NOT_BOOLEAN} {type(value).__name__}, not a boolean")
+
+
+def on_examples(check: str, examples: Iterable[PolicyExample]) -> Iterator[tuple[PolicyExample, CheckResult]]:
+    """Each example with what the check gives on its input; CheckInvalid when it does not compile."""
+    compiled = compile_check(check)
+    for example in examples:
+        yield example, run_check(compiled, example.input)
 
 
 def evaluate_message(source: str | None, input: CheckInput) -> str | None:

@@ -35,7 +35,7 @@ from api.governance import (
     PolicyScope,
 )
 from service.governance.asks import Recognised, Sample, condition_of, environments_named, recognise
-from service.governance.checks import CheckInvalid, compile_check, run_check, validate_message
+from service.governance.checks import CheckInvalid, on_examples, validate_message
 from service.providers.adapters import Completion
 
 DRAFT_MAX_TOKENS = 2048
@@ -289,14 +289,12 @@ def checked_answer(text: str, scope: PolicyScope) -> CheckedDraft:
 
 def failing_examples(check: str, examples: list[PolicyExample]) -> list[str]:
     """What went wrong with each example whose outcome is not the one it expects."""
-    compiled = compile_check(check)
-    failures = []
-    for example in examples:
-        result = run_check(compiled, example.input)
-        if result.outcome != example.expect:
-            said = f"error ({result.error})" if result.outcome == "error" else result.outcome
-            failures.append(f"example '{example.name}' expects {example.expect} but the check gives {said}")
-    return failures
+    return [
+        f"example '{example.name}' expects {example.expect} but the check gives "
+        + (f"error ({result.error})" if result.outcome == "error" else result.outcome)
+        for example, result in on_examples(check, examples)
+        if result.outcome != example.expect
+    ]
 
 
 def _json_object(text: str) -> dict[str, Any]:

@@ -34,9 +34,8 @@ from service.governance import evaluation
 from service.governance.checks import (
     NOT_BOOLEAN,
     CheckInvalid,
-    compile_check,
     evaluate_message,
-    run_check,
+    on_examples,
     validate_message,
 )
 from service.governance.drafting import (
@@ -196,10 +195,8 @@ def tested(check: str | None, message: str | None, examples: list[dict[str, Any]
     validate_message(message)
     if check is None:
         return []
-    compiled = compile_check(check)
     results = []
-    for example in map(PolicyExample.model_validate, examples):
-        result = run_check(compiled, example.input)
+    for example, result in on_examples(check, map(PolicyExample.model_validate, examples)):
         if result.outcome == "error" and result.error and result.error.startswith(NOT_BOOLEAN):
             raise CheckInvalid(f"{result.error} on example '{example.name}'")
         said = result.error if result.outcome == "error" else evaluate_message(message, example.input)
