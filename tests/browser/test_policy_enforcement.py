@@ -98,6 +98,7 @@ def test_the_demo_shows_compliance_on_first_start(page, console_url):
     open_page(page, console_url, "governance", "Compliance")
     assert_no_exception(page)
     chart = page.locator("[data-testid=stPlotlyChart]")
+    chart.first.wait_for(state="visible", timeout=30_000)  # drawn after the page's first rerun
     assert chart.count() == 1
     for name in DEMO_CHECKS:
         assert chart.get_by_text(name).count() >= 1
