@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import insert, select
 from sqlalchemy.orm import Session
 
 from api import OrgdeckClient
@@ -160,7 +160,8 @@ class DatedVersion:
 
 @dataclass
 class History:
-    """The history being written: what it refers to, the rows so far, the dice."""
+    """The history being written: what it refers to, the rows so far (plain values, inserted in bulk:
+    thousands of ORM objects took seconds of the demo's start), the dice."""
 
     org_id: str
     environments: dict[str, str]
@@ -172,7 +173,8 @@ class History:
     closed: dict[tuple[str, str], datetime]
     until: datetime
     rng: random.Random
-    rows: list[DeploymentJobRow] = field(default_factory=list)
+    jobs: list[dict[str, Any]] = field(default_factory=list)
+    job_agents: list[dict[str, Any]] = field(default_factory=list)
 
 
 def seed_deployment_history(db: Database, *, org_slug: str) -> None:
@@ -216,15 +218,17 @@ def seed_deployment_history(db: Database, *, org_slug: str) -> None:
         for day in (first_day + timedelta(days=n) for n in range(HISTORY_DAYS)):
             _day_of_jobs(history, day, progress=(day - first_day).days / (HISTORY_DAYS - 1))
         owned = {pair: _final_jobs(history, pair, times) for pair, times in finals.items()}
-        session.add_all(history.rows)
-        session.flush()
+        # The tables', not the models': one executemany each, where ORM bulk inserts split the rows
+        # into a batch wherever the next one leaves other columns empty.
+        session.execute(insert(DeploymentJobRow.__table__), history.jobs)
+        session.execute(insert(DeploymentJobAgentRow.__table__), history.job_agents)
         for jobs in owned.values():
             _take_present_from(session, jobs)
         rebuild_rollups(session, org_id=org.id)
         # The versions were dated afresh: every pair of the agents is evaluated again.
         for agent in agents.values():
             refresh_agent(session, agent_id=agent.id)
-    logger.info("Wrote %d demo deployment jobs of the last %d days", len(history.rows), HISTORY_DAYS)
+    logger.info("Wrote %d demo deployment jobs of the last %d days", len(history.jobs), HISTORY_DAYS)
 
 
 def _has_history(session: Session, *, org_id: str, before: datetime) -> bool:
@@ -320,7 +324,7 @@ def _job(
         _job(history, environment, later, keys, failure_rate=failure_rate, fixes=fixes + 1)
 
 
-def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) -> list[DeploymentJobRow]:
+def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) -> list[dict[str, Any]]:
     """A history-owned pair's own last jobs, one agent each: the last a failure for the failing pair."""
     environment, key = pair
     jobs = []
@@ -332,33 +336,34 @@ def _final_jobs(history: History, pair: tuple[str, str], times: list[datetime]) 
 
 def _add_job(
     history: History, environment: str, at: datetime, keys: list[str], errors: dict[str, str], *, slow: float
-) -> DeploymentJobRow:
+) -> dict[str, Any]:
     """An ended job of `keys` in which the agents named in `errors` failed."""
     rng = history.rng
     started = at + timedelta(seconds=rng.uniform(0.5, 8))
     seconds = (sum(rng.uniform(6, 25) for _ in keys) + rng.uniform(4, 15)) * slow * (1.6 if errors else 1)
-    rows = [_agent_row(history, environment, key, at, errors.get(key)) for key in keys]
-    failed = [row for row in rows if row.error]
+    job_id = new_id("job", at=at)
+    rows = [_agent_row(history, job_id, environment, key, at, errors.get(key)) for key in keys]
+    failed = [row for row in rows if row["error"]]
     status = "complete" if not failed else "error" if len(failed) == len(rows) else "partial"
-    job = DeploymentJobRow(
-        id=new_id("job", at=at),
-        org_id=history.org_id,
-        environment_id=history.environments[environment],
-        status=status,
-        message=_message(rows),
-        attempts=1,
-        created_at=at,
-        started_at=started,
-        finished_at=started + timedelta(seconds=seconds),
-        agent_rows=rows,
-    )
-    history.rows.append(job)
+    job = {
+        "id": job_id,
+        "org_id": history.org_id,
+        "environment_id": history.environments[environment],
+        "status": status,
+        "message": _message(rows),
+        "attempts": 1,
+        "created_at": at,
+        "started_at": started,
+        "finished_at": started + timedelta(seconds=seconds),
+    }
+    history.jobs.append(job)
+    history.job_agents.extend(rows)
     return job
 
 
 def _agent_row(
-    history: History, environment: str, stable_key: str, at: datetime, error: str | None
-) -> DeploymentJobAgentRow:
+    history: History, job_id: str, environment: str, stable_key: str, at: datetime, error: str | None
+) -> dict[str, Any]:
     """The agent's newest version that had reached the environment by then (held back in production)."""
     lag = timedelta(days=PACES[environment].lag_days)
     cap = HELD_BACK.get(stable_key) if environment == "production" else None
@@ -367,27 +372,30 @@ def _agent_row(
         (v for v in reversed(versions) if v.created_at + lag <= at and (cap is None or v.number <= cap)),
         versions[0],
     )
-    return DeploymentJobAgentRow(
-        agent_id=history.agents[stable_key].id,
-        stable_key=stable_key,
-        version=version.number,
-        config=version.config,
-        config_hash=version.config_hash,
-        status="error" if error else "complete",
-        error=error,
-    )
+    return {
+        "job_id": job_id,
+        "agent_id": history.agents[stable_key].id,
+        "stable_key": stable_key,
+        "version": version.number,
+        "config": version.config,
+        "config_hash": version.config_hash,
+        "status": "error" if error else "complete",
+        "error": error,
+    }
 
 
-def _message(rows: list[DeploymentJobAgentRow]) -> str:
-    failed = [row for row in rows if row.error]
+def _message(rows: list[dict[str, Any]]) -> str:
+    failed = [row for row in rows if row["error"]]
     if not failed:
         return f"Deployed {len(rows)} agent{'s' if len(rows) != 1 else ''}"
-    return f"{len(failed)} of {len(rows)} agents failed; {failed[0].stable_key}: {failed[0].error}"
+    return f"{len(failed)} of {len(rows)} agents failed; {failed[0]['stable_key']}: {failed[0]['error']}"
 
 
-def _take_present_from(session: Session, jobs: list[DeploymentJobRow]) -> None:
+def _take_present_from(session: Session, jobs: list[dict[str, Any]]) -> None:
     """What runs of the pair is what its last successful job deployed; its state follows its last job."""
-    deployed = next(job for job in reversed(jobs) if job.status == "complete")
+    deployed = session.get_one(
+        DeploymentJobRow, next(j["id"] for j in reversed(jobs) if j["status"] == "complete")
+    )
     (row,) = deployed.agent_rows
     session.add(
         AgentDeploymentRow(
@@ -402,4 +410,4 @@ def _take_present_from(session: Session, jobs: list[DeploymentJobRow]) -> None:
         )
     )
     session.flush()
-    record_job_outcome(session, job=jobs[-1])
+    record_job_outcome(session, job=session.get_one(DeploymentJobRow, jobs[-1]["id"]))

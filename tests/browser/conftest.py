@@ -59,12 +59,29 @@ def running_console(
     """`streamlit run app.py` on a free port: embedded, or a client of the service at `api_url`
     (acting with `api_key` when given, else each person signs in). `secrets`: its secrets.toml,
     with `{url}` standing for the console's own address."""
+    with console_process(data_dir, database_url, api_url, api_key, secrets) as (_process, url):
+        yield url
+
+
+@contextmanager
+def console_process(
+    data_dir: Path,
+    database_url: str,
+    api_url: str | None = None,
+    api_key: str | None = None,
+    secrets: str | None = None,
+    *,
+    run_worker: bool = False,
+) -> Iterator[tuple[subprocess.Popen[bytes], str]]:
+    """The console of `running_console` and its process, for a test that stops it itself; what it
+    writes, stdout and stderr, is in data_dir/streamlit.log. `run_worker` only on a database of
+    the test's own."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ORGDECK_API")}
     env.update({"ORGDECK_DATA_DIR": str(data_dir), "ORGDECK_DATABASE_URL": database_url})
     env["ORGDECK_ENCRYPTION_KEYS"] = SESSION_ENCRYPTION_KEY
     # The test service's worker runs the shared database's jobs; one worker is what tests expect.
-    env["ORGDECK_RUN_WORKER"] = "false"
+    env["ORGDECK_RUN_WORKER"] = "true" if run_worker else "false"
     if api_url:
         env["ORGDECK_API_URL"] = api_url
     if api_key:
@@ -81,7 +98,7 @@ def running_console(
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     try:
         wait_until_up(url + "/_stcore/health", process)
-        yield url
+        yield process, url
     finally:
         process.terminate()
         process.wait(timeout=20)
