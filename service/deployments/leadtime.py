@@ -4,21 +4,22 @@ none promotes from it), the time from the version's creation to its first comple
 there. Per environment, its own first; over all of them, the first anywhere. Counted in the period
 of that first deployment; the median is exact.
 
-SQL finds each version's first arrival in each production environment (one row per version and
-environment, however many jobs); the medians over those rows are numpy's."""
+Each version's first arrival in each environment is kept at job end (service.deployments.rollups,
+one row per version and environment, however many jobs); a read takes the production
+environments' rows up to the range's end, and numpy reads the exact medians over them. Which
+environments are production is asked on every read, so marking one changes the answer at once."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime
+from datetime import UTC, date, datetime, time, timedelta
 
 import numpy as np
-from sqlalchemy import and_, func, or_, select
+from sqlalchemy import and_, or_, select
 from sqlalchemy.orm import Session
 
-from service.agents.models import AgentVersionRow
-from service.deployments.models import DeploymentJobAgentRow, DeploymentJobRow
+from service.deployments.models import DeploymentArrivalRow
 from service.deployments.ranges import period_start
 from service.environments.models import EnvironmentRow
 
@@ -45,25 +46,19 @@ class Arrival:
     lead_seconds: float
 
 
-def arrivals(session: Session, *, org_id: str, environment_ids: Sequence[str]) -> list[Arrival]:
+def arrivals(session: Session, *, org_id: str, environment_ids: Sequence[str], until: date) -> list[Arrival]:
+    """The kept arrivals in these environments up to the end of day `until` (later ones count in
+    no period, and no earlier arrival elsewhere depends on them)."""
     if not environment_ids:
         return []
-    agent, job, version = DeploymentJobAgentRow, DeploymentJobRow, AgentVersionRow
-    first = (
-        select(
-            agent.agent_id, agent.version, job.environment_id, func.min(job.finished_at).label("reached_at")
-        )
-        .join(job, job.id == agent.job_id)
-        .where(job.org_id == org_id, job.environment_id.in_(environment_ids), agent.status == "complete")
-        .group_by(agent.agent_id, agent.version, job.environment_id)
-        .subquery()
-    )
-    query = select(first, version.created_at).join(
-        version, and_(version.agent_id == first.c.agent_id, version.number == first.c.version)
-    )
+    model = DeploymentArrivalRow
+    end = datetime.combine(until + timedelta(days=1), time(), UTC)
+    query = select(
+        model.agent_id, model.version, model.environment_id, model.reached_at, model.lead_seconds
+    ).where(model.org_id == org_id, model.environment_id.in_(environment_ids), model.reached_at < end)
     return [
-        Arrival((agent_id, number), environment_id, reached_at, (reached_at - created_at).total_seconds())
-        for agent_id, number, environment_id, reached_at, created_at in session.execute(query)
+        Arrival((agent_id, number), environment_id, reached_at, lead_seconds)
+        for agent_id, number, environment_id, reached_at, lead_seconds in session.execute(query)
     ]
 
 
