@@ -88,13 +88,15 @@ def _metrics(
 ) -> DeploymentMetrics:
     firsts = period_starts(start, end, period)
     ids = [environment["id"] for environment in environments]
-    arrivals = leadtime.arrivals(
+    lead_times = leadtime.median_lead_times(
         session,
         org_id=org_id,
-        environment_ids=[e for e in production if environment_id in (None, e)],
-        until=end,
+        production=[e for e in production if environment_id in (None, e)],
+        environments=ids,
+        firsts=firsts,
+        start=start,
+        end=end,
     )
-    lead_times = leadtime.median_lead_times(arrivals, environments=ids, firsts=firsts, period=period)
     summed = _summed(
         _read(session, org_id, environment_id, start, end, period, ids, firsts), len(ids), len(firsts)
     )
