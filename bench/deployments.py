@@ -3,16 +3,18 @@
     .venv/bin/python bench/deployments.py                 # fresh SQLite, about six minutes
     .venv/bin/python -m bench.deployments --database-url postgresql://postgres@127.0.0.1:5432/bench
 
-Creates 20 environments and 200 versioned agents through the API, then seeds at the database
-level 1,000,000 ended jobs over the last two years (1 to 3 agents each, a tenth of them failed or
-partial), what runs of every agent in every environment with the 4,000 pairs' states, and recounts
-the rollups the heatmaps read (`rebuild_rollups`). Then measures on the same service, next to the
-authenticated baseline GET /api/api-keys?orgSlug=:
+Creates 20 environments (5 of them marked production) and 200 versioned agents through the API,
+then seeds at the database level a version of every agent a month over the last two years,
+1,000,000 ended jobs over those years deploying each agent's newest version (1 to 3 agents each, a
+tenth of them failed or partial), what runs of every agent in every environment with the 4,000
+pairs' states, and recounts the rollups the heatmaps and metrics read (`rebuild_rollups`, which
+also keeps each version's first arrival in each environment for lead time). Then measures on the
+same service, next to the authenticated baseline GET /api/api-keys?orgSlug=:
 
 - the jobs list filtered by `status` and `environmentId` (reach: median ≤ 2x the baseline's),
 - the heatmap of the last 365 days by day, every environment (reach: median ≤ 3x), and the
   same by week,
-- the delivery metrics of the last 365 days by month (reach: median ≤ 3x),
+- the delivery metrics of the last 365 days by month, lead time included (reach: median ≤ 3x),
 - the agent x environment heatmap of the last 90 days (reach: median ≤ 3x),
 - the status matrix as the console first asks for it (reach: median ≤ 3x; n/a without the route).
 
@@ -20,7 +22,8 @@ Then times single requests, with no other load, of the weekday-by-hour heatmap, 
 week, and the jobs lists the console opens from a heatmap cell (one environment, one day) and from
 the Overview (failed jobs of the last 7 days); and, since analytics answers are kept until a job
 ends, the year's metrics and the agent heatmap asked for ranges not asked for before (what a
-request costs right after a job ended).
+request costs right after a job ended). Last, the lead-time figures: the arrivals kept, the year's
+median lead time, and what reading the production arrivals and their exact medians costs alone.
 """
 
 from __future__ import annotations
@@ -35,13 +38,13 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
 
 import httpx
-from sqlalchemy import JSON, insert, select
+from sqlalchemy import JSON, func, insert, select
 
 if not __package__:  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -65,21 +68,27 @@ from bench.common import (
     times,
 )
 from bench.notifications import open_database, org_id_of
-from service.agents.models import AgentRow
+from service.agents.models import AgentRow, AgentVersionRow
+from service.deployments import leadtime
 from service.deployments.models import (
     AgentDeploymentRow,
+    DeploymentArrivalRow,
     DeploymentJobAgentRow,
     DeploymentJobRow,
     DeploymentStateRow,
 )
+from service.deployments.ranges import period_starts
 from service.deployments.rollups import rebuild_rollups
 from service.storage.db import Database, utcnow
 from service.storage.ids import new_id
 
 JOBS = 1_000_000
 ENVIRONMENTS = 20
+# Every fourth environment counts as production for lead time.
+PRODUCTION_EVERY = 4
 AGENTS = 200
 SPAN_DAYS = 730
+VERSIONS = 24  # per agent, one a month over the span; a job deploys each agent's newest
 # Job outcomes; a partial job has two or three agents, the first of which failed.
 OUTCOMES = {"complete": 0.9, "error": 0.06, "partial": 0.04}
 PAIR_STATES = {"in_sync": 0.85, "stale": 0.05, "drifted": 0.05, "error": 0.05}
@@ -117,7 +126,11 @@ def create_catalogue(base_url: str, org: OrgKey, db: Database) -> Catalogue:
         def environment(index: int) -> str:
             answer = http.post("/api/environments", json={"orgSlug": org.slug, "name": f"env-{index:02d}"})
             answer.raise_for_status()
-            return answer.json()["id"]
+            environment_id = answer.json()["id"]
+            if index % PRODUCTION_EVERY == PRODUCTION_EVERY - 1:
+                body = {"orgSlug": org.slug, "production": True}
+                http.patch(f"/api/environments/{environment_id}", json=body).raise_for_status()
+            return environment_id
 
         def agent(index: int) -> None:
             key = f"agent-{index:03d}"
@@ -155,6 +168,7 @@ def job_batches(catalogue: Catalogue, now: datetime, jobs: int) -> Iterator[Rows
         agents = rng.sample(catalogue.agents, rng.randint(2, 3) if status == "partial" else rng.randint(1, 3))
         started = created + timedelta(seconds=rng.uniform(1, 30))
         job_id = new_id("job", at=created)
+        version = version_at(created, start)
         batch["jobs"].append(
             {
                 "id": job_id,
@@ -177,7 +191,7 @@ def job_batches(catalogue: Catalogue, now: datetime, jobs: int) -> Iterator[Rows
                     "job_id": job_id,
                     "agent_id": agent_id,
                     "stable_key": key,
-                    "version": 1,
+                    "version": version,
                     "config": {},
                     "config_hash": CONFIG_HASH,
                     "status": "error" if failed else "complete",
@@ -189,6 +203,41 @@ def job_batches(catalogue: Catalogue, now: datetime, jobs: int) -> Iterator[Rows
             batch = {"jobs": [], "agents": []}
     if batch["jobs"]:
         yield batch
+
+
+def version_at(moment: datetime, start: datetime) -> int:
+    """The number of every agent's newest version at `moment`: one a month from `start`."""
+    return min(int((moment - start) / (timedelta(days=SPAN_DAYS) / VERSIONS)) + 1, VERSIONS)
+
+
+def version_rows(db: Database, catalogue: Catalogue, now: datetime) -> Rows:
+    """Versions 2 to VERSIONS of every agent, copies of its first, which is dated to the span's
+    start like them: one a month."""
+    start = now - timedelta(days=SPAN_DAYS)
+    step = timedelta(days=SPAN_DAYS) / VERSIONS
+    with db.session(write=True) as session:
+        firsts = session.scalars(
+            select(AgentVersionRow).where(AgentVersionRow.agent_id.in_([a for a, _ in catalogue.agents]))
+        ).all()
+        for first in firsts:
+            first.created_at = start
+        agents = session.scalars(select(AgentRow).where(AgentRow.org_id == catalogue.org_id)).all()
+        for agent in agents:
+            agent.latest_version = VERSIONS
+    return {
+        "versions": [
+            {
+                "id": new_id("agv", at=start + step * (number - 1)),
+                "agent_id": first.agent_id,
+                "number": number,
+                "content_hash": f"{number:064d}",
+                "snapshot": first.snapshot,
+                "created_at": start + step * (number - 1),
+            }
+            for first in firsts
+            for number in range(2, VERSIONS + 1)
+        ]
+    }
 
 
 def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
@@ -209,7 +258,7 @@ def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
                     "org_id": catalogue.org_id,
                     "environment_id": environment_id,
                     "agent_id": agent_id,
-                    "version": 1,
+                    "version": VERSIONS,
                     "config": {},
                     "config_hash": CONFIG_HASH,
                     "job_id": job_id,
@@ -221,8 +270,8 @@ def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
                 agent_name=key,
                 environment_id=environment_id,
                 state=state,
-                deployed_version=1,
-                latest_version=1,
+                deployed_version=VERSIONS,
+                latest_version=VERSIONS,
                 deployed_at=since,
                 last_job_id=job_id,
                 since=since,
@@ -246,8 +295,9 @@ def pair_rows(catalogue: Catalogue, now: datetime) -> Rows:
     return {"deployed": deployed, "pairs": pairs}
 
 
-ROLLUP_TABLES = ("deployment_month_rollups", "deployment_hourly_rollups")
+ROLLUP_TABLES = ("deployment_month_rollups", "deployment_hourly_rollups", "deployment_arrivals")
 MODELS = {
+    "versions": AgentVersionRow,
     "jobs": DeploymentJobRow,
     "agents": DeploymentJobAgentRow,
     "deployed": AgentDeploymentRow,
@@ -260,7 +310,9 @@ def seed(db: Database, catalogue: Catalogue, jobs: int) -> None:
     then recount the rollups."""
     started = time.monotonic()
     now = utcnow()
-    batches = itertools.chain(job_batches(catalogue, now, jobs), [pair_rows(catalogue, now)])
+    batches = itertools.chain(
+        [version_rows(db, catalogue, now)], job_batches(catalogue, now, jobs), [pair_rows(catalogue, now)]
+    )
     if db.is_sqlite:
         with db.session(write=True) as session:
             for batch in batches:
@@ -414,6 +466,51 @@ def single_requests(base_url: str, org: OrgKey, catalogue: Catalogue) -> list[li
     return rows
 
 
+def lead_time_rows(db: Database, base_url: str, org: OrgKey, catalogue: Catalogue) -> list[list[str]]:
+    """The arrivals kept, the year's median lead time as the route answers it, and what reading the
+    production arrivals and their exact medians costs on its own (the part of a first ask that is
+    lead time's), timed here in one process, median of SINGLE_REQUESTS."""
+    today = utcnow().date()
+    start = today - timedelta(days=HEATMAP_DAYS - 1)
+    year = {"start": start.isoformat(), "end": today.isoformat()}
+    with httpx.Client(base_url=base_url, headers=org.headers, timeout=300) as http:
+        answer = http.get(path("agents/deployments/metrics", org, period="month", **year))
+        answer.raise_for_status()
+    median = answer.json()["totals"]["leadTime"]
+    firsts = period_starts(start, today, "month")
+    elapsed = []
+    model = DeploymentArrivalRow
+    with db.session() as session:
+        production = leadtime.production_environments(session, org_id=catalogue.org_id)
+        for _ in range(SINGLE_REQUESTS):
+            began = time.perf_counter()
+            leadtime.median_lead_times(
+                session,
+                org_id=catalogue.org_id,
+                production=leadtime.production_environments(session, org_id=catalogue.org_id),
+                environments=catalogue.environment_ids,
+                firsts=firsts,
+                start=start,
+                end=today,
+            )
+            elapsed.append((time.perf_counter() - began) * 1000)
+        kept = session.scalar(select(func.count()).where(model.org_id == catalogue.org_id))
+        since = datetime.combine(start, datetime.min.time(), UTC)
+        in_range = session.scalar(
+            select(func.count()).where(
+                model.org_id == catalogue.org_id,
+                model.environment_id.in_(production),
+                model.reached_at >= since,
+            )
+        )
+    return [
+        ["arrivals kept (versions x environments reached)", f"{kept:,}"],
+        [f"of them in the {len(production)} production environments, in the range", f"{in_range:,}"],
+        [f"median lead time, {HEATMAP_DAYS} days", f"{median / 3600:.2f} h" if median else "none"],
+        ["reading those arrivals and their medians alone, ms", f"{statistics.median(elapsed):.1f}"],
+    ]
+
+
 # --- Reporting ---------------------------------------------------------------------------------
 
 
@@ -487,6 +584,11 @@ def main(argv: list[str] | None = None) -> int:
         prime(service.origin, org, [*loaded.values(), by_agent])
         series = dict(zip(loaded, measure(list(loaded.values()), load), strict=True))
         singles = single_requests(service.origin, org, catalogue)
+        db = open_database(service)
+        try:
+            lead_times = lead_time_rows(db, service.origin, org, catalogue)
+        finally:
+            db.dispose()
         # The slowest last, each in rounds of its own: a target this much slower still has queued
         # requests running into whatever is measured after it.
         (series["agent_heatmap"],) = measure([by_agent], load)
@@ -505,6 +607,10 @@ def main(argv: list[str] | None = None) -> int:
     print("Single requests, one at a time (no other load):")
     print()
     print(format_table(["Request", "median ms", "worst ms"], singles))
+    print()
+    print("Lead time for changes (kept at job end, read for the production environments):")
+    print()
+    print(format_table(["Lead time", ""], lead_times))
     return 0
 
 

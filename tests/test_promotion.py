@@ -9,14 +9,21 @@ import statistics
 from datetime import UTC, date, datetime, timedelta
 
 import pytest
+from alembic import command
 from sqlalchemy import select, text
 
 from api.errors import BadRequest, Forbidden
 from service.agents.models import AgentRow, AgentVersionRow
+from service.deployments.models import DeploymentArrivalRow as ArrivalRow
 from service.deployments.models import DeploymentJobAgentRow as JobAgentRow
 from service.deployments.models import DeploymentJobRow as JobRow
+from service.deployments.rollups import rebuild_rollups, record_job_end
+from service.environments.models import EnvironmentRow
+from service.orgs.models import OrganizationRow
+from service.storage.db import Database
 from service.storage.ids import new_id
-from tests.conftest import count_rows
+from service.storage.migrate import alembic_config
+from tests.conftest import count_rows, scratch_database
 from tests.test_changes import team  # noqa: F401 (a fixture)
 from tests.test_deployment_analytics import org_id_of
 from tests.test_deployments import pinnable, versioned_agent, wait_for_end  # noqa: F401 (pinnable: a fixture)
@@ -302,8 +309,10 @@ def fail_agent_in(db, environment_id: str, stable_key: str, *, minutes_ago: int)
 
 def test_lead_time_matches_a_brute_force_computation_over_random_histories(client, db):
     """Random versions and jobs in `staging`, `prod` (marked production) and `eu` (last on the path
-    from staging): the metrics' lead times per week, per environment and over the range are the
-    medians a direct reading of every job gives."""
+    from staging), counted one by one at their ends in random order as concurrent workers would:
+    the metrics' lead times per week, per environment and over the range are the medians a direct
+    reading of every job gives; the same after a recount from the jobs (what the migration does),
+    and at once for `staging` when it is marked production."""
     generator = random.Random(34)
     staging, prod, eu = (client.environments.create(name).id for name in ("staging", "prod", "eu"))
     client.environments.update(prod, production=True)
@@ -332,7 +341,7 @@ def test_lead_time_matches_a_brute_force_computation_over_random_histories(clien
                     )
                 )
                 created[(agent.id, number)] = moment
-        history = []
+        history, jobs = [], []
         for _ in range(300):
             agent = generator.choice(agents)
             number = generator.randrange(1, 7)
@@ -340,7 +349,7 @@ def test_lead_time_matches_a_brute_force_computation_over_random_histories(clien
             finished = created[(agent.id, number)] + timedelta(seconds=generator.randrange(1, 40 * 86400))
             status = generator.choice(("complete", "complete", "error"))
             history.append((agent.id, number, environment, finished, status))
-            session.add(
+            jobs.append(
                 JobRow(
                     id=new_id("job", at=finished),
                     org_id=org_id,
@@ -362,6 +371,10 @@ def test_lead_time_matches_a_brute_force_computation_over_random_histories(clien
                     ],
                 )
             )
+        session.add_all(jobs)
+        session.flush()
+        for job in jobs:  # in random order of their ends: an earlier end counted later still wins
+            record_job_end(session, job)
 
     def week(moment: datetime) -> date:
         return moment.date() - timedelta(days=moment.weekday())
@@ -380,22 +393,105 @@ def test_lead_time_matches_a_brute_force_computation_over_random_histories(clien
                     leads.setdefault(cell, []).append((reached - created[version]).total_seconds())
         return {cell: statistics.median(values) for cell, values in leads.items()}
 
-    answer = client.deployments.metrics(period="week", start=start, end=end)
-    everywhere = expected((prod, eu))
-    assert len(everywhere) > 5  # several weeks with arrivals: the history exercises the medians
-    assert answer.totals.lead_time == pytest.approx(everywhere[None])
-    assert {p.period_start: p.lead_time for p in answer.periods if p.lead_time is not None} == pytest.approx(
-        {cell: value for cell, value in everywhere.items() if cell is not None}
-    )
-    by_environment = {e.environment_id: e for e in answer.environments}
-    assert by_environment[staging].lead_time is None
-    for environment in (prod, eu):
-        own = expected((environment,))
-        assert by_environment[environment].lead_time == pytest.approx(own[None])
+    def check(production: tuple[str, ...]) -> None:
+        answer = client.deployments.metrics(period="week", start=start, end=end)
+        everywhere = expected(production)
+        assert len(everywhere) > 5  # several weeks with arrivals: the history exercises the medians
+        assert answer.totals.lead_time == pytest.approx(everywhere[None])
         assert {
-            p.period_start: p.lead_time
-            for p in by_environment[environment].periods
-            if p.lead_time is not None
-        } == pytest.approx({cell: value for cell, value in own.items() if cell is not None})
-    one = client.deployments.metrics(period="week", start=start, end=end, environment_id=eu)
-    assert one.totals.lead_time == pytest.approx(expected((eu,))[None])
+            p.period_start: p.lead_time for p in answer.periods if p.lead_time is not None
+        } == pytest.approx({cell: value for cell, value in everywhere.items() if cell is not None})
+        by_environment = {e.environment_id: e for e in answer.environments}
+        for environment in (staging, prod, eu):
+            if environment not in production:
+                assert by_environment[environment].lead_time is None
+                continue
+            own = expected((environment,))
+            assert by_environment[environment].lead_time == pytest.approx(own[None])
+            assert {
+                p.period_start: p.lead_time
+                for p in by_environment[environment].periods
+                if p.lead_time is not None
+            } == pytest.approx({cell: value for cell, value in own.items() if cell is not None})
+        one = client.deployments.metrics(period="week", start=start, end=end, environment_id=eu)
+        assert one.totals.lead_time == pytest.approx(expected((eu,))[None])
+
+    check((prod, eu))
+    with db.session(write=True) as session:
+        rebuild_rollups(session, org_id=org_id)
+    check((prod, eu))
+    client.environments.update(staging, production=True)
+    check((staging, prod, eu))
+
+
+def test_the_migration_keeps_the_arrivals_of_jobs_that_ended_before_it(tmp_path):
+    """0036 on a database with jobs: each version's first complete end per environment, with its
+    lead time, as the worker would have kept them (a failed result and a later end count nowhere)."""
+    created = datetime(2025, 3, 3, 9, tzinfo=UTC)
+    with scratch_database(tmp_path) as url:
+        database = Database(url)
+        try:
+            config = alembic_config(database)
+            command.upgrade(config, "heads")
+            with database.session(write=True) as session:
+                session.add(OrganizationRow(id="org_1", slug="old", name="Old"))
+                session.flush()  # the rows below have no relationships to order their inserts by
+                session.add_all(EnvironmentRow(id=f"env_{n}", org_id="org_1", name=f"e{n}") for n in (1, 2))
+                session.add(
+                    AgentRow(
+                        id="agent_1",
+                        org_id="org_1",
+                        stable_key="alpha",
+                        name="alpha",
+                        provider="openai",
+                        provider_config={},
+                        prompt_references={},
+                    )
+                )
+                session.flush()
+                session.add(
+                    AgentVersionRow(
+                        agent_id="agent_1", number=1, content_hash="0" * 64, snapshot={}, created_at=created
+                    )
+                )
+                ends = [("env_1", 90.5, "error"), ("env_1", 120.25, "complete"), ("env_1", 300, "complete")]
+                ends.append(("env_2", 600, "complete"))
+                for index, (environment, seconds, status) in enumerate(ends):
+                    finished = created + timedelta(seconds=seconds)
+                    session.add(
+                        JobRow(
+                            id=f"job_{index}",
+                            org_id="org_1",
+                            environment_id=environment,
+                            status=status,
+                            attempts=1,
+                            created_at=created,
+                            started_at=created,
+                            finished_at=finished,
+                            agent_rows=[
+                                JobAgentRow(
+                                    agent_id="agent_1",
+                                    stable_key="alpha",
+                                    version=1,
+                                    config={},
+                                    config_hash="0" * 64,
+                                    status=status,
+                                )
+                            ],
+                        )
+                    )
+            command.downgrade(config, "0034_promotion")
+            command.upgrade(config, "heads")
+            with database.session() as session:
+                query = select(
+                    ArrivalRow.environment_id, ArrivalRow.agent_id, ArrivalRow.version, ArrivalRow.reached_at
+                ).add_columns(ArrivalRow.lead_seconds)
+                kept = sorted(
+                    tuple(row) for row in session.execute(query.where(ArrivalRow.org_id == "org_1"))
+                )
+            assert kept == [
+                ("env_1", "agent_1", 1, created + timedelta(seconds=120.25), 120.25),
+                ("env_2", "agent_1", 1, created + timedelta(seconds=600), 600.0),
+            ]
+        finally:
+            database.dispose()

@@ -1,5 +1,5 @@
-"""The Overview's delivery metrics: a tile for each of DORA's four, with its trend and its line over
-the periods, and links to the jobs they count."""
+"""The Overview's delivery metrics: a tile for each of DORA's four (and the median job duration),
+with its trend and its line over the periods, and links to the jobs they count."""
 
 from __future__ import annotations
 
@@ -70,6 +70,16 @@ def tiles(metrics: DeploymentMetrics) -> list[Tile]:
             rise="normal",
         ),
         Tile(
+            "Median lead time",
+            short_duration(totals.lead_time),
+            lambda f: f.lead_time,
+            short_duration,
+            "Lead time for changes: for each agent version that reaches a production environment "
+            "(marked production, or the last on a promotion path), from the version's creation to its "
+            "first complete deployment there, counted when it arrives; the exact median over those "
+            "versions. Shows — until a version reaches a production environment within the dates.",
+        ),
+        Tile(
             "Change failure rate",
             percent(totals.change_failure_rate),
             lambda f: f.change_failure_rate,
@@ -104,7 +114,7 @@ def metric_tiles(metrics: DeploymentMetrics) -> None:
         f" The arrow compares the latest complete {metrics.period} with the one before; "
         f"the line, every complete {metrics.period}."
     )
-    # Tiles of a fixed width that wrap: four abreast in a wide window, two by two in a narrow one.
+    # Tiles of a fixed width that wrap: all abreast in a wide window, two or three a row in a narrow one.
     row = st.container(horizontal=True, gap="small")
     for tile in tiles(metrics):
         series = [tile.pick(period) for period in periods]

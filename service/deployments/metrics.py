@@ -5,8 +5,8 @@
 - Change failure rate: failed (error or partial) jobs among ended ones: the deployment-failure
   proxy, since a deployment that succeeds and then misbehaves is not seen here.
 - Median duration: from a job's start to its end.
-- Lead time for changes: see service.deployments.leadtime (not from the rollups: one row per
-  version and production environment, found in SQL).
+- Lead time for changes: see service.deployments.leadtime (its own rollup: one row per version
+  and environment, filtered to the production ones on read; its medians are exact).
 - Median time to restore: per incident, from the end of the first failed job of a run to the end
   of the next complete job in that environment, counted on the day that failure was created,
   whenever the restore came.
@@ -88,10 +88,15 @@ def _metrics(
 ) -> DeploymentMetrics:
     firsts = period_starts(start, end, period)
     ids = [environment["id"] for environment in environments]
-    arrivals = leadtime.arrivals(
-        session, org_id=org_id, environment_ids=[e for e in production if environment_id in (None, e)]
+    lead_times = leadtime.median_lead_times(
+        session,
+        org_id=org_id,
+        production=[e for e in production if environment_id in (None, e)],
+        environments=ids,
+        firsts=firsts,
+        start=start,
+        end=end,
     )
-    lead_times = leadtime.median_lead_times(arrivals, environments=ids, firsts=firsts, period=period)
     summed = _summed(
         _read(session, org_id, environment_id, start, end, period, ids, firsts), len(ids), len(firsts)
     )

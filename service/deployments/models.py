@@ -3,7 +3,7 @@ from __future__ import annotations
 from datetime import date, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Date, ForeignKey, Index, Integer, String, Text, UniqueConstraint
+from sqlalchemy import JSON, Date, Float, ForeignKey, Index, Integer, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from api.approvals import ChangeRequestRef
@@ -188,6 +188,24 @@ class DeploymentAgentRollupRow(Base):
     stable_key: Mapped[str] = mapped_column(String(100), primary_key=True)
     results: Mapped[int] = mapped_column(Integer)
     failures: Mapped[int] = mapped_column(Integer)
+
+
+class DeploymentArrivalRow(Base):
+    """An agent version's first complete deployment in an environment, with its lead time: kept at
+    job end like the rollups (service.deployments.rollups), for every environment, so that marking
+    one production (or changing a promotion path) changes lead times at once without recounting
+    jobs; the metrics read the production environments' rows (service.deployments.leadtime)."""
+
+    __tablename__ = "deployment_arrivals"
+
+    org_id: Mapped[str] = mapped_column(ForeignKey("organizations.id", ondelete="CASCADE"), primary_key=True)
+    environment_id: Mapped[str] = mapped_column(
+        ForeignKey("environments.id", ondelete="CASCADE"), primary_key=True
+    )
+    agent_id: Mapped[str] = mapped_column(ForeignKey("agents.id", ondelete="CASCADE"), primary_key=True)
+    version: Mapped[int] = mapped_column(Integer, primary_key=True)
+    reached_at: Mapped[datetime] = mapped_column(UTCDateTime)  # the first complete job's end
+    lead_seconds: Mapped[float] = mapped_column(Float)  # from the version's creation to reached_at
 
 
 class DeploymentRollupVersionRow(Base):

@@ -4,7 +4,9 @@ A job is counted once it has ended, on the UTC day and hour it was created:
 - by month, a JSON array with a number per day of jobs and of failures (the day and week heatmaps);
 - hourly (the weekday-by-hour heatmap);
 - per day and per month, the delivery metrics: ended, successful and failed jobs, and histograms
-  of job durations and of times to restore (service.deployments.metrics).
+  of job durations and of times to restore (service.deployments.metrics);
+- each agent version's first complete deployment in each environment, with its lead time
+  (service.deployments.leadtime): one row per version and environment, whatever the jobs.
 
 An incident opens with the first failed job of a run in an environment and closes with the next
 complete job there, whenever either was created: its time to restore counts on the day the first
@@ -25,6 +27,7 @@ from typing import Any
 from sqlalchemy import (
     Integer,
     Text,
+    and_,
     case,
     cast,
     delete,
@@ -43,11 +46,13 @@ from api.deployments import (
     FAILED_JOB_STATUSES,
     FINISHED_JOB_STATUSES,
 )
+from service.agents.models import AgentVersionRow
 from service.deployments.analytics_cache import rollups_changed
 from service.deployments.dialects import failed_flag, month_start, utc_day, utc_hour
 from service.deployments.histograms import Histogram, bucket_of, dump
 from service.deployments.models import (
     DeploymentAgentRollupRow,
+    DeploymentArrivalRow,
     DeploymentHourlyRollupRow,
     DeploymentIncidentRow,
     DeploymentJobAgentRow,
@@ -145,6 +150,7 @@ def record_job_end(session: Session, job: DeploymentJobRow) -> None:
     _increment(session, DeploymentHourlyRollupRow, keys | {"hour": created.hour}, counts)
     _increment_day_of_month(session, job.org_id, job.environment_id, day, counts)
     _record_metrics(session, job, day)
+    _record_arrivals(session, job)
     for result in job.agent_rows:
         failed = {"results": 1, "failures": int(result.status == "error")}
         for span, start in (("day", day), ("month", day.replace(day=1))):
@@ -177,6 +183,41 @@ def _record_metrics(session: Session, job: DeploymentJobRow, day: date) -> None:
         if closed is not None:
             restore = bucket_of((job.finished_at - closed.failed_at).total_seconds())
             _add_to_metrics(session, job.org_id, job.environment_id, closed.day, {}, "restores", restore)
+
+
+def _record_arrivals(session: Session, job: DeploymentJobRow) -> None:
+    """Keep the job's end as the arrival in its environment of each version it deployed complete,
+    unless that version arrived there earlier."""
+    complete = {(result.agent_id, result.version) for result in job.agent_rows if result.status == "complete"}
+    if not complete:
+        return
+    assert job.finished_at is not None
+    version = AgentVersionRow
+    query = select(version.agent_id, version.number, version.created_at).where(
+        version.agent_id.in_({agent_id for agent_id, _ in complete}),
+        version.number.in_({number for _, number in complete}),
+    )
+    model = DeploymentArrivalRow
+    for agent_id, number, created_at in session.execute(query):
+        if (agent_id, number) not in complete:
+            continue
+        statement = upsert(session, model).values(
+            org_id=job.org_id,
+            environment_id=job.environment_id,
+            agent_id=agent_id,
+            version=number,
+            reached_at=job.finished_at,
+            lead_seconds=(job.finished_at - created_at).total_seconds(),
+        )
+        # Concurrent workers may commit their ends out of order: the earliest end stays.
+        kept = {"reached_at": statement.excluded.reached_at, "lead_seconds": statement.excluded.lead_seconds}
+        session.execute(
+            statement.on_conflict_do_update(
+                index_elements=["org_id", "environment_id", "agent_id", "version"],
+                set_=kept,
+                where=model.reached_at > statement.excluded.reached_at,
+            )
+        )
 
 
 def _add_to_metrics(
@@ -268,6 +309,7 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
                 DeploymentIncidentRow,
                 DeploymentAgentRollupRow,
                 DeploymentRollupVersionRow,
+                DeploymentArrivalRow,
             )
         )
         session.execute(text(f"LOCK TABLE {tables} IN SHARE ROW EXCLUSIVE MODE"))
@@ -301,6 +343,39 @@ def rebuild_rollups(session: Session, *, org_id: str) -> None:
         session.execute(insert(monthly), rows)
     _rebuild_metrics(session, org_id)
     count_agent_results(session, org_id, dialect)
+    count_arrivals(session, org_id)
+
+
+def count_arrivals(executor: Session | Connection, org_id: str) -> None:
+    """Recount the org's arrivals from its jobs' agent results: each version's first complete
+    deployment in each environment (one row per version and environment, however many jobs)."""
+    arrival, agent, job, version = (
+        DeploymentArrivalRow,
+        DeploymentJobAgentRow,
+        DeploymentJobRow,
+        AgentVersionRow,
+    )
+    executor.execute(delete(arrival).where(arrival.org_id == org_id))
+    first = (
+        select(
+            agent.agent_id, agent.version, job.environment_id, func.min(job.finished_at).label("reached_at")
+        )
+        .join(job, job.id == agent.job_id)
+        .where(job.org_id == org_id, agent.status == "complete", job.finished_at.is_not(None))
+        .group_by(agent.agent_id, agent.version, job.environment_id)
+        .subquery()
+    )
+    query = select(first, version.created_at).join(
+        version, and_(version.agent_id == first.c.agent_id, version.number == first.c.version)
+    )
+    # Seconds from datetimes, not database arithmetic: lead times keep their microseconds everywhere.
+    rows = [
+        {"org_id": org_id, "environment_id": environment_id, "agent_id": agent_id, "version": number}
+        | {"reached_at": reached_at, "lead_seconds": (reached_at - created_at).total_seconds()}
+        for agent_id, number, environment_id, reached_at, created_at in executor.execute(query)
+    ]
+    if rows:
+        executor.execute(insert(arrival), rows)
 
 
 def count_agent_results(executor: Session | Connection, org_id: str, dialect: str) -> None:

@@ -9,6 +9,7 @@ from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
 from api.deployments import DEFAULT_ANALYTICS_DAYS
+from components.formatting import short_duration
 from service.agents.demo import seed_agents
 from service.deployments.demo import seed_deployment_history, seed_deployments
 from service.deployments.models import DeploymentJobRow as JobRow
@@ -143,10 +144,15 @@ def figure(chart) -> dict:
 
 def test_overview_draws_metric_tiles_heatmaps_and_the_status_matrix(console, server, org, db):
     seed_demo(server, org, db)
+    with org_client(server, org) as orgdeck:  # the demo's production environments, for lead time
+        for environment in orgdeck.environments.list().items:
+            if environment.name.endswith("production"):
+                orgdeck.environments.update(environment.id, production=True)
     app = console(PAGE)
     tiles = {metric.label: metric.value for metric in app.metric}
     assert set(tiles) == {
         "Deployment frequency",
+        "Median lead time",
         "Change failure rate",
         "Median job duration",
         "Median time to restore",
@@ -314,3 +320,21 @@ def test_the_metric_tiles_open_the_jobs_they_count(console, server, org, db):
     app = console(PAGE)
     button(app, "Complete jobs (2)").click().run()
     assert list(app.dataframe[0].value["Status"]) == ["complete", "complete"]
+
+
+def test_the_lead_time_tile_counts_production_at_once_and_says_what_it_is(console, server, org):
+    with org_client(server, org) as orgdeck:
+        production = orgdeck.environments.create("production")
+        versioned_agent(orgdeck, "alpha")
+        wait_for_end(orgdeck, orgdeck.deployments.deploy(production.id, ["alpha"]).id)
+    app = console(PAGE)
+    lead = next(m for m in app.metric if m.label == "Median lead time")
+    assert lead.value == "—"  # not a production environment yet
+    assert "reaches a production environment" in lead.help
+    with org_client(server, org) as orgdeck:
+        orgdeck.environments.update(production.id, production=True)
+        seconds = orgdeck.deployments.metrics().totals.lead_time
+    assert seconds is not None and seconds > 0
+    app = console(PAGE)
+    lead = next(m for m in app.metric if m.label == "Median lead time")
+    assert lead.value == short_duration(seconds)
