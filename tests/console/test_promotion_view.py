@@ -50,7 +50,7 @@ def test_without_paths_the_tab_says_how_to_make_one_and_who_may(console, server,
 
 
 def test_columns_follow_the_path_and_cells_say_what_runs_and_what_waits(console, db, path):
-    staging, production = path
+    staging, _ = path
     backdate(db, staging, 18)
     app = open_tab(console(PAGE), PROMOTION)
     grid = next(m.value for m in app.markdown if m.value.startswith("| Agent |"))
