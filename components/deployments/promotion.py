@@ -36,16 +36,18 @@ ENVIRONMENTS_PAGE = "pages/environments.py"
 
 
 def badges(environment: PromotionEnvironment) -> list[str]:
-    """What a promotion to it meets, in the words its column shows."""
+    """What a promotion to it meets, as the badges its column shows."""
     shown = []
     if environment.protected:
-        shown.append(f"protected · {approvals(environment.required_approvals)}")
+        shown.append(
+            f":orange-badge[:material/lock: protected · {approvals(environment.required_approvals)}]"
+        )
     if environment.production:
-        shown.append("production")
+        shown.append(":violet-badge[counts as production]")
     if environment.require_promotion:
-        shown.append("promotion required")
+        shown.append(":blue-badge[promotion required]")
     if environment.require_promotion and environment.soak_minutes:
-        shown.append(f"soak {environment.soak_minutes} min")
+        shown.append(f":gray-badge[soak {environment.soak_minutes} min]")
     return shown
 
 
@@ -67,7 +69,7 @@ def held_by(waiting: WaitingPromotion, names: dict[str, str]) -> str:
         return f"failed job in {source} {ago(waiting.failed_since)}"
     if waiting.blocks:
         return plain("; ".join(waiting.blocks))
-    return "ready"
+    return "ready to promote"
 
 
 def cell(agent: PromotionAgent, environment: PromotionEnvironment, names: dict[str, str]) -> str:
@@ -83,8 +85,7 @@ def grid(view: PromotionView) -> str:
     """The paths as a Markdown table: a column per environment in path order, a row per agent."""
     names = {environment.id: environment.name for environment in view.environments}
     headers = [
-        f"**{plain(e.name)}**" + "".join(f"<br><small>{plain(b)}</small>" for b in badges(e))
-        for e in view.environments
+        f"**{plain(e.name)}**" + "".join(f"<br>{badge}" for badge in badges(e)) for e in view.environments
     ]
     lines = ["| Agent | " + " | ".join(headers) + " |", "|---" * (len(headers) + 1) + "|"]
     for agent in view.items:

@@ -56,8 +56,10 @@ def test_columns_follow_the_path_and_cells_say_what_runs_and_what_waits(console,
     grid = next(m.value for m in app.markdown if m.value.startswith("| Agent |"))
     header = grid.splitlines()[0]
     assert header.index("**staging**") < header.index("**production**")
-    assert "**production**<br><small>production</small><br><small>promotion required</small>" in header
-    assert "soak 60 min" in header
+    assert header.endswith(
+        "**production**<br>:violet-badge[counts as production]<br>:blue-badge[promotion required]"
+        "<br>:gray-badge[soak 60 min] |"
+    )
     row = next(line for line in grid.splitlines() if line.startswith("| **triage**"))
     staging_cell, production_cell = row.split(" | ")[1:3]
     assert staging_cell == "v2 · since 18 min"
