@@ -120,7 +120,7 @@ def promote(body: PromotionRequest, caller: Operator, session: WriteSession) -> 
 
 
 @router.get("/agents/deployments/promotions", response_model=PromotionView)
-def promotions(
+def deployment_promotions(
     org_slug: OrgSlugQuery,
     caller: Viewer,
     session: ReadSession,
