@@ -9,7 +9,7 @@ change requests deploying to it (which the changes area, above this one, answers
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import NamedTuple
 
 from sqlalchemy import exists, func, select
@@ -126,7 +126,7 @@ def _running(
 def _waiting(
     session: Session,
     environments: list[EnvironmentRow],
-    agents: Iterable[AgentRow],
+    agents: Sequence[AgentRow],
     running: dict[tuple[str, str], RunningVersion],
     pending: list[PendingDeployment],
 ) -> dict[str, list[WaitingPromotion]]:
@@ -137,10 +137,10 @@ def _waiting(
         if target.promotes_from is None:
             continue
         versions = {
-            agent.id: (agent.stable_key, source.version)
+            agent.id: (agent.stable_key, source)
             for agent in agents
-            if (source := running.get((agent.id, target.promotes_from))) is not None
-            and getattr(running.get((agent.id, target.id)), "version", None) != source.version
+            if (source := _version_in(running, agent.id, target.promotes_from)) is not None
+            and _version_in(running, agent.id, target.id) != source
         }
         gates = promotion_gates(session, environment=target, versions=versions)
         for agent_id, (stable_key, version) in versions.items():
@@ -164,6 +164,13 @@ def _waiting(
                 )
             )
     return waiting
+
+
+def _version_in(
+    running: dict[tuple[str, str], RunningVersion], agent_id: str, environment_id: str
+) -> int | None:
+    deployed = running.get((agent_id, environment_id))
+    return deployed.version if deployed is not None else None
 
 
 def _environment(environment: EnvironmentRow, pending: list[PendingDeployment]) -> PromotionEnvironment:
