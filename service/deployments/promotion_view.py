@@ -10,9 +10,9 @@ change requests deploying to it (which the changes area, above this one, answers
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
-from sqlalchemy import exists, func, select
+from sqlalchemy import Row, exists, func, select
 from sqlalchemy.orm import Session
 
 from api.deployments import (
@@ -57,8 +57,13 @@ def promotion_view(session: Session, *, org_id: str, limit: int, offset: int) ->
     )
     agents_on_paths = [AgentRow.org_id == org_id, AgentRow.archived_at.is_(None), on_paths]
     total = session.scalar(select(func.count(AgentRow.id)).where(*agents_on_paths)) or 0
-    agents = session.scalars(
-        select(AgentRow).where(*agents_on_paths).order_by(AgentRow.stable_key).limit(limit).offset(offset)
+    # The columns the rows show, not whole agents: those load their tags and newest version.
+    agents = session.execute(
+        select(AgentRow.id, AgentRow.stable_key, AgentRow.name)
+        .where(*agents_on_paths)
+        .order_by(AgentRow.stable_key)
+        .limit(limit)
+        .offset(offset)
     ).all()
     running = _running(session, agent_ids=[agent.id for agent in agents], environment_ids=ids)
     waiting = _waiting(session, environments, agents, running, pending)
@@ -126,7 +131,7 @@ def _running(
 def _waiting(
     session: Session,
     environments: list[EnvironmentRow],
-    agents: Sequence[AgentRow],
+    agents: Sequence[Row[Any]],
     running: dict[tuple[str, str], RunningVersion],
     pending: list[PendingDeployment],
 ) -> dict[str, list[WaitingPromotion]]:
