@@ -100,7 +100,7 @@ def empty_state() -> None:
         "*promotes from* staging, so that what ran in staging, and only that, goes on to production. "
         "An admin sets it on the later environment: `promotesFrom` (the earlier one's id), with "
         "`requirePromotion` and `soakMinutes` to hold versions until they ran there long enough, "
-        "through `orgdeck` or `PATCH /environments/{environmentId}`.",
+        "with `PATCH /environments/{environmentId}` (or the Python client's `environments.update`).",
         icon=":material/route:",
     )
     st.page_link(ENVIRONMENTS_PAGE, label="See the environments and their ids", icon=":material/dns:")
