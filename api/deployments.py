@@ -232,6 +232,68 @@ class StatusMatrix(Record):
     items: list[AgentStatus]
 
 
+class PromotionEnvironment(Record):
+    """An environment on a promotion path, with the rules a promotion to it meets."""
+
+    id: str
+    name: str
+    promotes_from: str | None = Field(description="The environment it promotes from; null for a root.")
+    protected: bool = Field(description="A promotion here opens a change request for review.")
+    required_approvals: int
+    require_promotion: bool
+    soak_minutes: int
+    production: bool
+    pending_change_request_ids: list[str] = Field(
+        default=[], description="Open deployment change requests to it, oldest first."
+    )
+
+
+class RunningVersion(Record):
+    """What runs complete of an agent in one environment, and since when."""
+
+    environment_id: str
+    version: int
+    prompt_pins: dict[str, str] = Field(default={}, description="Prompt versions pinned, by prompt name.")
+    since: Timestamp = Field(description="When the deployment now running there completed.")
+
+
+class WaitingPromotion(Record):
+    """A version running in `from` that `environmentId` (which promotes from it) does not run yet,
+    and what holds its promotion back; no field but `blocks` set means it can go now."""
+
+    environment_id: str
+    from_environment_id: str = Field(alias="from")
+    version: int
+    soak_minutes_left: int | None = Field(None, description="With requirePromotion: soak still to run.")
+    failed_since: Timestamp | None = Field(
+        None, description="With requirePromotion: a job that failed for it in `from` since it began there."
+    )
+    blocks: list[str] = Field(
+        default=[], description="What holds it back, in words (the promotion_required reasons)."
+    )
+    change_request_id: str | None = Field(
+        None, description="An open change request deploying it there, waiting for review."
+    )
+
+
+class PromotionAgent(Record):
+    stable_key: str
+    agent_name: str
+    running: list[RunningVersion] = Field(description="Per environment of the paths where it runs.")
+    waiting: list[WaitingPromotion]
+
+
+class PromotionView(Record):
+    """The organization's promotion paths (environments in path order: each root, then what
+    promotes from it, depth first) and a page of the agents running on them."""
+
+    environments: list[PromotionEnvironment]
+    items: list[PromotionAgent]
+    limit: int
+    offset: int
+    total_agents: int = Field(description="Agents running in at least one environment of the paths.")
+
+
 StaleAfterDays = WholeNumber(1, 365)
 
 
@@ -430,6 +492,14 @@ class DeploymentsResource(Resource):
             to=target,
             agent_stable_keys=agent_stable_keys,
         )
+
+    def promotions(
+        self, *, limit: int | None = None, offset: int | None = None, org_slug: str | None = None
+    ) -> PromotionView:
+        """The promotion paths in order, what runs along them, and what waits to be promoted."""
+        params = {"orgSlug": self._org(org_slug), "limit": limit, "offset": offset}
+        answer = self._client.request("GET", "/agents/deployments/promotions", params=params)
+        return PromotionView.model_validate(answer)
 
     def deploy_fleet(
         self, fleet_id: str, environment_id: str, *, org_slug: str | None = None

@@ -1,5 +1,5 @@
 """Deployments: how delivery is going (metrics, heatmaps, every agent's state in every environment),
-preview and deploy with a live follow of the job, and the jobs and history behind it all. Each
+what waits to be promoted along the promotion paths and what holds it back, preview and deploy with a live follow of the job, and the jobs and history behind it all. Each
 tab's body is a module of components/deployments."""
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from components.deployments.deploy import deploy_tab
 from components.deployments.history import history_tab
 from components.deployments.jobs import jobs_tab
 from components.deployments.overview import overview_tab
-from components.deployments.tabs import BOUND, DEPLOY, HISTORY, JOBS, OVERVIEW, TAB, open_jobs
+from components.deployments.promotion import promotion_tab
+from components.deployments.tabs import BOUND, DEPLOY, HISTORY, JOBS, OVERVIEW, PROMOTION, TAB, open_jobs
 from components.feedback import attempt, load, show_notice
 from components.tables import linked_id
 
@@ -23,8 +24,8 @@ orgdeck = client()
 
 st.title("Deployments")
 st.caption(
-    "How delivery is going, what runs where and what has drifted from it; preview a deployment "
-    "field by field, deploy it and follow the job to its end."
+    "How delivery is going, what runs where and what has drifted from it, what waits to be promoted; "
+    "preview a deployment field by field, deploy it and follow the job to its end."
 )
 show_notice()
 
@@ -46,13 +47,16 @@ if linked_job:
     if opened:
         opened_day = opened.created_at.astimezone(UTC).date()
         open_jobs(job_id=opened.id, environment_id=opened.environment_id, days=(opened_day, opened_day))
-overview, deploy, jobs, history = st.tabs(
-    [OVERVIEW, DEPLOY, JOBS, HISTORY], key=TAB, on_change="rerun", bind=BOUND
+overview, promotion, deploy, jobs, history = st.tabs(
+    [OVERVIEW, PROMOTION, DEPLOY, JOBS, HISTORY], key=TAB, on_change="rerun", bind=BOUND
 )
 # Only the open tab runs: each one's calls are made when a person looks at it.
 with overview:
     if overview.open:
         overview_tab()
+with promotion:
+    if promotion.open:
+        promotion_tab()
 with deploy:
     if deploy.open:
         deploy_tab(environments)

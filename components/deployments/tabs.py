@@ -10,7 +10,7 @@ import streamlit as st
 from components.tables import select
 
 TAB = "tab"
-OVERVIEW, DEPLOY, JOBS, HISTORY = "Overview", "Deploy", "Jobs", "History"
+OVERVIEW, PROMOTION, DEPLOY, JOBS, HISTORY = "Overview", "Promotion", "Deploy", "Jobs", "History"
 # Filters are kept in the URL (`bind="query-params"`), so that a view can be linked to and shared.
 BOUND = "query-params"
 JOBS_STATUS, JOBS_ENVIRONMENT, JOBS_DAYS = "job_status", "job_env", "job_days"

@@ -33,6 +33,7 @@ from service.changes.applying import APPLIERS
 from service.changes.counting import Standing, standings
 from service.changes.models import ChangeRequestRow, ChangeReviewRow
 from service.changes.plans import plan
+from service.deployments import promotion_view
 from service.errors import Forbidden, InsufficientRole, InvalidCursor, InvalidInput, NotFound, ServiceError
 from service.events.service import record_event
 from service.governance.evaluation import PolicyViolation
@@ -322,6 +323,30 @@ def list_change_requests(
     rows = list(session.scalars(query.order_by(ChangeRequestRow.id.desc()).limit(limit + 1)))
     next_cursor = rows[limit - 1].id if len(rows) > limit else None
     return _records(session, rows[:limit], ttl), next_cursor
+
+
+@promotion_view.pending_deployments.attach
+def pending_deployments(
+    session: Session, *, org_id: str, environment_ids: Sequence[str]
+) -> list[promotion_view.PendingDeployment]:
+    """The open deployment requests (as answers show them: not past the TTL) to these
+    environments, oldest first: what waits for review there."""
+    if not environment_ids:
+        return []
+    query = select(ChangeRequestRow).where(
+        ChangeRequestRow.org_id == org_id,
+        ChangeRequestRow.kind == "deployment",
+        ChangeRequestRow.environment_id.in_(environment_ids),
+        _shown_as(["open"], utcnow() - _ttl(session, org_id)),
+    )
+    return [
+        promotion_view.PendingDeployment(
+            id=row.id,
+            environment_id=row.environment_id or "",
+            stable_keys=tuple(row.payload.get("agentStableKeys", ())),
+        )
+        for row in session.scalars(query.order_by(ChangeRequestRow.id))
+    ]
 
 
 def _awaiting_review_by(caller: Caller, cutoff: datetime) -> Any:

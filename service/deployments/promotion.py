@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from sqlalchemy import select
@@ -96,14 +97,33 @@ def promoted_configs(
     }
 
 
+@dataclass(frozen=True)
+class Gate:
+    """What holds one version back from an environment with `requirePromotion`: `message` in
+    words, and (where that is what holds it) the minutes of soak left or when it failed there."""
+
+    message: str
+    soak_minutes_left: int | None = None
+    failed_at: datetime | None = None
+
+
 def promotion_blocks(
     session: Session, *, environment: EnvironmentRow, versions: dict[str, tuple[str, int]]
 ) -> list[str]:
     """What holds back a deployment of these versions (by agent id: stable key and version) to an
     environment with `requirePromotion`, in words: each version not running complete in the
     environment it promotes from, or not yet for `soakMinutes`, or with a failed job there since."""
+    return [
+        gate.message for gate in promotion_gates(session, environment=environment, versions=versions).values()
+    ]
+
+
+def promotion_gates(
+    session: Session, *, environment: EnvironmentRow, versions: dict[str, tuple[str, int]]
+) -> dict[str, Gate]:
+    """`promotion_blocks`, by agent id: only the agents held back, each with what holds it."""
     if not environment.require_promotion or environment.promotes_from is None:
-        return []
+        return {}
     source = session.get(EnvironmentRow, environment.promotes_from)
     assert source is not None  # deleting an environment clears the paths from it
     running = {
@@ -116,28 +136,33 @@ def promotion_blocks(
     }
     failed_since = _failed_since(session, source_id=source.id, running=running)
     now = utcnow()
-    blocks = []
+    gates = {}
     for agent_id, (stable_key, version) in versions.items():
         deployed = running.get(agent_id)
         what = f"{stable_key} version {version}"
         if deployed is None or deployed.version != version:
-            blocks.append(f"{what} must run complete in '{source.name}' first")
+            gates[agent_id] = Gate(f"{what} must run complete in '{source.name}' first")
         elif agent_id in failed_since:
-            blocks.append(
-                f"{what} failed in '{source.name}' since it began running there; fix it there first"
+            gates[agent_id] = Gate(
+                f"{what} failed in '{source.name}' since it began running there; fix it there first",
+                failed_at=failed_since[agent_id],
             )
         elif (left := _soak_left(deployed.deployed_at, environment.soak_minutes, now)) > timedelta(0):
-            blocks.append(
+            gates[agent_id] = Gate(
                 f"{what} must run in '{source.name}' for {environment.soak_minutes} min first "
-                f"({_minutes(left)} min left)"
+                f"({_minutes(left)} min left)",
+                soak_minutes_left=_minutes(left),
             )
-    return blocks
+    return gates
 
 
-def _failed_since(session: Session, *, source_id: str, running: dict[str, AgentDeploymentRow]) -> set[str]:
-    """The agents with a job that failed for them in the environment after what runs there began."""
+def _failed_since(
+    session: Session, *, source_id: str, running: dict[str, AgentDeploymentRow]
+) -> dict[str, datetime]:
+    """The agents with a job that failed for them in the environment after what runs there began,
+    each with the first such job's time."""
     if not running:
-        return set()
+        return {}
     query = (
         select(DeploymentJobAgentRow.agent_id, DeploymentJobRow.created_at)
         .join(DeploymentJobRow, DeploymentJobRow.id == DeploymentJobAgentRow.job_id)
@@ -146,9 +171,11 @@ def _failed_since(session: Session, *, source_id: str, running: dict[str, AgentD
             DeploymentJobAgentRow.agent_id.in_(running),
             DeploymentJobAgentRow.status == "error",
         )
+        .order_by(DeploymentJobRow.created_at.desc())
     )
+    # Newest first, so that each agent keeps its first failure since.
     return {
-        agent_id
+        agent_id: created_at
         for agent_id, created_at in session.execute(query)
         if created_at >= running[agent_id].deployed_at
     }

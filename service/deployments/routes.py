@@ -26,11 +26,22 @@ from api.deployments import (
     HistoryEntry,
     MetricsPeriod,
     PromotionRequest,
+    PromotionView,
     SigningKey,
     SigningKeyRequest,
     StatusMatrix,
 )
-from service.deployments import heatmaps, history, joblist, matrix, metrics, promotion, service, states
+from service.deployments import (
+    heatmaps,
+    history,
+    joblist,
+    matrix,
+    metrics,
+    promotion,
+    promotion_view,
+    service,
+    states,
+)
 from service.errors import InvalidInput
 from service.http.auth import Caller
 from service.http.deps import (
@@ -106,6 +117,24 @@ def promote(body: PromotionRequest, caller: Operator, session: WriteSession) -> 
         action="promote",
     )
     return DeploymentJob.model_validate(job)
+
+
+@router.get("/agents/deployments/promotions", response_model=PromotionView)
+def deployment_promotions(
+    org_slug: OrgSlugQuery,
+    caller: Viewer,
+    session: ReadSession,
+    limit: Annotated[
+        int, Query(ge=1, le=1000, description="Agents per page (1..1000), each along every path.")
+    ] = DEFAULT_STATUS_PAGE_SIZE,
+    offset: OffsetQuery = 0,
+) -> PromotionView:
+    """The promotion paths in order, what runs of each agent along them and since when, and per
+    environment that promotes from another what waits to be promoted there and what holds it back
+    (soak time left, a failed job, the promotion_required reasons, a change request under review)."""
+    return promotion_view.promotion_view(
+        session, org_id=caller.org_id_for(org_slug), limit=limit, offset=offset
+    )
 
 
 def _preview(session: Session, *, caller: Caller, request: DeploymentRequest) -> DeploymentPreview:

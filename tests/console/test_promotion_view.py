@@ -1,0 +1,126 @@
+"""The Deployments page's Promotion tab: the paths as columns, the agents as rows, what waits and
+what holds it back; promote, or request it where the target is protected."""
+
+from __future__ import annotations
+
+import pytest
+
+from api import OrgdeckClient
+from tests.console.conftest import texts
+from tests.console.test_deployments_page import button, open_tab, org_client
+from tests.console.test_roles_in_console import open_as, signed_in_as
+from tests.test_deployments import versioned_agent, wait_for_end
+from tests.test_promotion import backdate
+
+PAGE = "pages/deployments.py"
+PROMOTION = "Promotion"
+
+
+def deployed(orgdeck: OrgdeckClient, environment_id: str, stable_key: str) -> None:
+    job = orgdeck.deployments.deploy(environment_id, [stable_key])
+    assert wait_for_end(orgdeck, job.id).status == "complete"
+
+
+@pytest.fixture
+def path(server, org) -> tuple[str, str]:
+    """`staging` → `production` (production, promotion required, soak 60 min): `triage` runs version
+    1 in both and version 2 in staging, for 45 minutes."""
+    with org_client(server, org) as admin:
+        staging = admin.environments.create("staging").id
+        production = admin.environments.create("production").id
+        admin.environments.update(production, promotes_from=staging, production=True)
+        versioned_agent(admin, "triage")
+        deployed(admin, staging, "triage")
+        assert wait_for_end(admin, admin.deployments.promote(staging, production).id).status == "complete"
+        admin.environments.update(production, require_promotion=True, soak_minutes=60)
+        admin.agents.update("triage", name="Triage two")
+        admin.agents.snapshot("triage")
+        deployed(admin, staging, "triage")
+    return staging, production
+
+
+def test_without_paths_the_tab_says_how_to_make_one_and_who_may(console, server, org):
+    with org_client(server, org) as admin:
+        admin.environments.create("staging")
+    app = open_tab(console(PAGE), PROMOTION)
+    shown = texts(app)
+    assert "No promotion paths yet" in shown
+    assert "An admin sets it" in shown and "promotesFrom" in shown
+    assert not [b for b in app.button if b.label.startswith("Promote")]
+
+
+def test_columns_follow_the_path_and_cells_say_what_runs_and_what_waits(console, db, path):
+    staging, _ = path
+    backdate(db, staging, 18)
+    app = open_tab(console(PAGE), PROMOTION)
+    grid = next(m.value for m in app.markdown if m.value.startswith("| Agent |"))
+    header = grid.splitlines()[0]
+    assert header.index("**staging**") < header.index("**production**")
+    assert header.endswith(
+        "**production**<br>:violet-badge[counts as production]<br>:blue-badge[promotion required]"
+        "<br>:gray-badge[soak 60 min] |"
+    )
+    row = next(line for line in grid.splitlines() if line.startswith("| **triage**"))
+    staging_cell, production_cell = row.split(" | ")[1:3]
+    assert staging_cell == "v2 · since 18 min"
+    assert production_cell.startswith("v1 · since ")
+    assert "**v2 waiting** · soak 42 min left" in production_cell
+    promote = button(app, "Promote to production")
+    assert not promote.disabled
+
+
+def test_a_viewer_sees_the_promote_button_disabled_naming_the_role(server, org, path, monkeypatch):
+    signed_in_as(server, org, "viewer", monkeypatch)
+    app = open_as(PAGE)
+    open_tab(app, PROMOTION)
+    promote = button(app, "Promote to production")
+    assert promote.disabled and promote.help == "Needs the operator role; you are a viewer."
+    assert "v2 waiting" in texts(app)
+
+
+def test_a_soaking_promotion_previews_its_block_and_cannot_go(console, path):
+    app = open_tab(console(PAGE), PROMOTION)
+    button(app, "Promote to production").click().run()
+    assert not app.exception, app.exception
+    shown = texts(app)
+    assert "Promote 1 agent(s) from **staging** to **production**" in shown
+    assert "must run in 'staging' for 60 min first (60 min left)" in shown
+    assert button(app, "Promote now to production").disabled
+
+
+def test_a_protected_target_requests_promotion_with_a_reason(console, server, org, db, path):
+    staging, production = path
+    backdate(db, staging, 61)
+    with org_client(server, org) as admin:
+        admin.environments.update(production, protected=True)
+    app = open_tab(console(PAGE), PROMOTION)
+    button(app, "Request promotion to production").click().run()
+    assert not app.exception, app.exception
+    assert "production is protected" in texts(app)
+    request = button(app, "Request promotion now to production")
+    assert request.disabled and request.help == "Type a reason first: the reviewers read it."
+    app.text_input(key="promotion_reason").input("Triage two is ready").run()
+    button(app, "Request promotion now to production").click().run()
+    assert not app.exception, app.exception
+    assert "Requested the promotion to **production**" in texts(app)
+    with org_client(server, org) as admin:
+        (opened,) = admin.change_requests.list(status="open").items
+    assert opened.payload["promotedFrom"] == staging and opened.payload["agentVersions"] == {"triage": 2}
+    assert "review pending" in texts(app)
+    assert any(link.label == f"Review pending to production ({opened.id})" for link in app.get("page_link"))
+
+
+def test_a_promotion_starts_its_job_and_an_api_error_is_said_in_words(console, server, org, db, path):
+    staging, production = path
+    backdate(db, staging, 61)
+    app = open_tab(console(PAGE), PROMOTION)
+    button(app, "Promote to production").click().run()
+    with org_client(server, org) as admin:  # what runs in staging moves under the preview
+        admin.environments.update(production, soak_minutes=120)
+    button(app, "Promote now to production").click().run()
+    assert not app.exception, app.exception
+    assert "Could not promote." in texts(app) and "120 min" in texts(app)
+    with org_client(server, org) as admin:
+        admin.environments.update(production, soak_minutes=60)
+    button(app, "Promote now to production").click().run()
+    assert "Promotion to **production** started" in texts(app)
