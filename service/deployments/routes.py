@@ -161,9 +161,8 @@ def deploy_fleet(
     job = service.create_fleet_job(
         session,
         org_id=caller.org_id_for(body.org_slug),
-        org_slug=body.org_slug,
         fleet_id=fleet_id,
-        environment_id=body.environment_id,
+        request=body,
         actor=caller.member_email or caller.key_name,
     )
     return DeploymentJob.model_validate(job)
