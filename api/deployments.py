@@ -341,9 +341,9 @@ class Heatmap(Record):
 class MetricsFigures(Record):
     """The four delivery metrics over one stretch of time (None where there is nothing to measure)."""
 
-    deployments: int = Field(description="Ended jobs: complete, error or partial.")
+    deployments: int = Field(description="Ended jobs: complete, error, partial, rolled_back or aborted.")
     successes: int = Field(description="Complete jobs.")
-    failures: int = Field(description="Error or partial jobs.")
+    failures: int = Field(description="Error, partial or rolled_back jobs (an aborted one is not a failure).")
     deployments_per_day: float | None = Field(
         description="Deployment frequency: successful jobs per elapsed day, from the first deployment "
         "(or the range's start, if later) to today (or the range's end, if earlier); null for a "
@@ -376,7 +376,7 @@ class EnvironmentMetrics(MetricsFigures):
 
 class DeploymentMetrics(Record):
     """Totals, a trend per period, and the same per environment. Time to restore is per incident:
-    from the end of the first failed (error or partial) job of a run to the end of the next
+    from the end of the first failed (error, partial or rolled_back) job of a run to the end of the next
     complete job in that environment, counted on the day that failure was created. Medians are
     read from histograms and lie within 4.4 % (one bucket) of the exact ones."""
 
