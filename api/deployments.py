@@ -8,10 +8,11 @@ model, its prompt references, the prompt pin (`promptName` + `version`) and the 
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PlainValidator, StringConstraints, WithJsonSchema
 
 from api.agents import PromptReferenceName, StableKey
 from api.approvals import ChangeRequestRef
@@ -54,7 +55,33 @@ MAX_AGENTS_PER_DEPLOYMENT = 500
 ENVIRONMENT_ID_MAX_LENGTH = 40
 
 EnvironmentId = Annotated[str, StringConstraints(min_length=1, max_length=ENVIRONMENT_ID_MAX_LENGTH)]
-WavePercent = Annotated[str, StringConstraints(pattern=r"^(100|[1-9][0-9]?)%$")]
+WAVE_PERCENT = re.compile(r"^(100|[1-9][0-9]?)%$")
+
+
+def _wave_size(value: Any) -> int | str:
+    """A count of agents (1..MAX_AGENTS_PER_DEPLOYMENT; 2.0 is 2) or a percent of them as "N%"
+    (1..100): one error naming `waveSize`, whichever was meant."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_AGENTS_PER_DEPLOYMENT:
+        return value
+    if isinstance(value, str) and WAVE_PERCENT.match(value):
+        return value
+    raise ValueError(f'waveSize is a whole number 1..{MAX_AGENTS_PER_DEPLOYMENT} or a percent "1%".."100%"')
+
+
+WaveSize = Annotated[
+    int | str,
+    PlainValidator(_wave_size),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                {"type": "integer", "minimum": 1, "maximum": MAX_AGENTS_PER_DEPLOYMENT},
+                {"type": "string", "pattern": WAVE_PERCENT.pattern},
+            ]
+        }
+    ),
+]
 
 
 class RolloutStrategy(Request):
@@ -63,7 +90,7 @@ class RolloutStrategy(Request):
     verification webhook if it has one; on a failed wave, `stop` leaves the later waves undeployed
     and `rollback` also puts the agents of the waves done back on what they ran before."""
 
-    wave_size: WholeNumber(1, MAX_AGENTS_PER_DEPLOYMENT) | WavePercent = Field(
+    wave_size: WaveSize = Field(
         description='Agents per wave: a whole number, or a percent of them as "N%" (1..100, rounded up).'
     )
     pause_seconds: WholeNumber(0, MAX_PAUSE_SECONDS) = Field(0, description="Seconds between waves.")
@@ -392,6 +419,18 @@ class DeploymentMetrics(Record):
     environments: list[EnvironmentMetrics]
 
 
+def _with_strategy(
+    payload: dict[str, Any], strategy: RolloutStrategy | dict[str, Any] | None
+) -> dict[str, Any]:
+    """The body with its strategy: a RolloutStrategy in wire form, or a dict as given (in wire
+    names), which the service checks like any field."""
+    if strategy is None:
+        return payload
+    if isinstance(strategy, RolloutStrategy):
+        return payload | {"strategy": strategy.model_dump(mode="json", by_alias=True, exclude_unset=True)}
+    return payload | {"strategy": dict(strategy)}
+
+
 class DeploymentsResource(Resource):
     def preview(
         self,
@@ -453,8 +492,8 @@ class DeploymentsResource(Resource):
             tool_refs=tool_refs,
             agent_provider_config=agent_provider_config,
             agent_versions=agent_versions,
-            strategy=strategy,
         )
+        payload = _with_strategy(payload, strategy)
         headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
         answer = self._client.request("POST", "/agents/deployments", json=payload, headers=headers)
         return DeploymentJob.model_validate(answer)
@@ -497,14 +536,14 @@ class DeploymentsResource(Resource):
         org_slug: str | None,
         strategy: RolloutStrategy | dict[str, Any] | None,
     ) -> dict[str, Any]:
-        return body(
+        payload = body(
             PromotionRequest,
             org_slug=self._org(org_slug),
             from_environment_id=source,
             to=target,
             agent_stable_keys=agent_stable_keys,
-            strategy=strategy,
         )
+        return _with_strategy(payload, strategy)
 
     def deploy_fleet(
         self,
@@ -515,12 +554,8 @@ class DeploymentsResource(Resource):
         org_slug: str | None = None,
     ) -> DeploymentJob:
         """One job deploying every agent of the fleet."""
-        payload = body(
-            FleetDeploymentRequest,
-            org_slug=self._org(org_slug),
-            environment_id=environment_id,
-            strategy=strategy,
-        )
+        payload = body(FleetDeploymentRequest, org_slug=self._org(org_slug), environment_id=environment_id)
+        payload = _with_strategy(payload, strategy)
         answer = self._client.request("POST", f"/fleets/{fleet_id}/deploy", json=payload)
         return DeploymentJob.model_validate(answer)
 

@@ -50,8 +50,16 @@ def record_rolled_back(session: Session, job: DeploymentJobRow, rows: list[Deplo
         running_replaced(session, org_id=job.org_id, environment_id=job.environment_id, replaced=replaced)
 
 
-def end_job(session: Session, job: DeploymentJobRow, *, status: str, message: str | None) -> None:
-    """End the job: its status and message, the rollups and states it moves, and its events."""
+def end_job(
+    session: Session,
+    job: DeploymentJobRow,
+    *,
+    status: str,
+    message: str | None,
+    details: dict[str, Any] | None = None,
+) -> None:
+    """End the job: its status and message, the rollups and states it moves, and its events (the
+    `deployment.<status>` one with `details` added)."""
     job.status = status
     job.message = message or summary(job)
     job.finished_at = utcnow()
@@ -69,7 +77,7 @@ def end_job(session: Session, job: DeploymentJobRow, *, status: str, message: st
             session,
             org_id=job.org_id,
             type=f"deployment.{status}",
-            payload=where(session, job) | {"agents": agents},
+            payload=where(session, job) | {"agents": agents} | (details or {}),
         )
     for row in failed:
         payload = where(session, job) | {

@@ -258,18 +258,12 @@ def finish_rollback(
         parts.append(f"left {', '.join(kept)} in place (they ran nothing here before)")
     if failures:
         parts.append("could not roll back " + ", ".join(f"{key}: {error}" for key, error in failures.items()))
-    end_job(session, job, status="rolled_back", message="; ".join(parts)[:2000])
-    record_event(
-        session,
-        org_id=job.org_id,
-        type="deployment.rolled_back",
-        payload=where(session, job)
-        | {
-            "wave": failed_wave.index,
-            "rolledBack": [{"stableKey": r.stable_key, "version": r.previous_version} for r in rolled_back],
-            "keptInPlace": kept,
-        },
-    )
+    details = {
+        "wave": failed_wave.index,
+        "rolledBack": [{"stableKey": r.stable_key, "version": r.previous_version} for r in rolled_back],
+        "keptInPlace": kept,
+    }
+    end_job(session, job, status="rolled_back", message="; ".join(parts)[:2000], details=details)
     record_by_worker(
         session,
         org_id=job.org_id,
