@@ -527,7 +527,9 @@ def rollout() -> None:
 
 
 def _transition(name: str, help_text: str) -> None:
-    @rollout.command(name=name, help=help_text)
+    epilog = f"\b\nExamples:\n  orgdeck rollout {name} job_01j...\n  orgdeck rollout {name} job_01j... --json"
+
+    @rollout.command(name=name, help=help_text, epilog=epilog)
     @click.argument("job_id", metavar="JOB")
     @json_option
     @with_client
