@@ -275,7 +275,7 @@ def parse_strategy(spec: str | None) -> dict[str, Any] | None:
 def wait_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
-            "--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 error or partial."
+            "--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 any other end."
         ),
         click.option(
             "--timeout",
