@@ -306,6 +306,34 @@ def test_a_failed_wave_under_rollback_puts_the_agents_back_on_what_they_ran(clie
     assert "rollBackDeploymentJob" in audit_actions(client, job.id)
 
 
+def test_a_fleet_deploy_takes_a_strategy(client):
+    keys = agents(client, 3)
+    environment = client.environments.create(f"f-{uuid.uuid4().hex[:8]}").id
+    fleet = client.fleets.create(f"fleet-{uuid.uuid4().hex[:6]}", environment_ids=[environment])
+    for key in keys:
+        client.agents.update(key, fleet_id=fleet.id)
+    job = client.deployments.deploy_fleet(fleet.id, environment, strategy={"waveSize": "50%"})
+    assert [len(wave) for wave, _ in waves_of(job)] == [2, 1]
+    assert wait_for_end(client, job.id).status == "complete"
+
+
+def test_a_strategy_travels_through_a_protected_environments_change_request(client, team):  # noqa: F811
+    keys = agents(client, 2)
+    environment = client.environments.create(f"c-{uuid.uuid4().hex[:8]}").id
+    client.environments.update(environment, protected=True)
+    ana, bo = team.member("ana", "operator"), team.member("bo", "operator")
+    strategy = {"waveSize": 1, "pauseSeconds": 0, "onFailure": "rollback"}
+    with pytest.raises(Forbidden):
+        ana.deployments.deploy(environment, keys, strategy=strategy)
+    payload = {"environmentId": environment, "agentStableKeys": keys, "strategy": strategy}
+    opened = ana.change_requests.open("deployment", payload, "Release in waves")
+    bo.change_requests.approve(opened.id)
+    [job_id] = [job.id for job in client.deployments.jobs(environment_id=environment).items]
+    job = wait_for_end(client, job_id)
+    assert job.status == "complete" and job.rollout is not None
+    assert job.rollout.strategy.on_failure == "rollback" and len(job.rollout.waves) == 2
+
+
 # -- verification ------------------------------------------------------------------------------
 
 
