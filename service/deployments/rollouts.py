@@ -189,6 +189,10 @@ def give_up(session: Session, job: DeploymentJobRow, failure: str) -> None:
             row.status, row.error = "error", failure
     if rollout is not None:
         _set_wave(job, wave, status="failed", finished_at=utcnow())
+    if job.status == "aborted":  # its abort was recorded when it was asked for
+        _skip_rest(job)
+        end_job(session, job, status="aborted", message=f"{job.message}; {failure}"[:2000])
+        return
     _stop(session, job, wave=wave, failure=failure)
 
 
