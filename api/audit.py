@@ -21,7 +21,8 @@ class AuditActor(Record):
     member_email: str | None = None
     via: str | None = Field(
         None,
-        description="oidc: signed in with the identity provider; workload: a trusted workload's token; else an API key.",
+        description="oidc: signed in with the identity provider; workload: a trusted workload's token; "
+        "worker: the background worker, of its own accord (a rollout it stopped or rolled back); else an API key.",
     )
     claims: dict[str, Any] | None = Field(
         None, description="A workload's token claims its conditions matched."

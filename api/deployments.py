@@ -8,23 +8,32 @@ model, its prompt references, the prompt pin (`promptName` + `version`) and the 
 
 from __future__ import annotations
 
+import re
 from datetime import date
 from typing import Annotated, Any, Literal, get_args
 
-from pydantic import Field, StringConstraints
+from pydantic import Field, PlainValidator, StringConstraints, WithJsonSchema
 
 from api.agents import PromptReferenceName, StableKey
 from api.approvals import ChangeRequestRef
-from api.common import JsonObject, OrgScoped, Page, Record, Timestamp, WholeNumber
+from api.common import JsonObject, OrgScoped, Page, Record, Request, Timestamp, WholeNumber
 from api.constants import IDEMPOTENCY_HEADER
 from api.governance import Violation
 from api.resource import Resource, body
 
-JobStatus = Literal["pending", "running", "complete", "error", "partial"]
+JobStatus = Literal["pending", "running", "paused", "complete", "error", "partial", "aborted", "rolled_back"]
 JOB_STATUSES: tuple[str, ...] = get_args(JobStatus)
-FINISHED_JOB_STATUSES = frozenset({"complete", "error", "partial"})
-# The ends that count as a failed deployment (change failure rate, incidents).
-FAILED_JOB_STATUSES = ("error", "partial")
+FINISHED_JOB_STATUSES = frozenset({"complete", "error", "partial", "aborted", "rolled_back"})
+# The ends that count as a failed deployment (change failure rate, incidents). An aborted job is
+# an operator's stop, not a failure of what it deployed.
+FAILED_JOB_STATUSES = ("error", "partial", "rolled_back")
+# What a running rollout may be moved to, from which statuses (POST /agents/deployment-jobs/{jobId}/…).
+PAUSABLE_JOB_STATUSES = ("pending", "running")
+ABORTABLE_JOB_STATUSES = ("pending", "running", "paused")
+OnFailure = Literal["stop", "rollback"]
+WaveStatus = Literal["pending", "running", "verifying", "complete", "failed", "rolled_back", "skipped"]
+VerificationResult = Literal["pass", "fail"]
+MAX_PAUSE_SECONDS = 86400
 AgentResultStatus = Literal["pending", "complete", "error"]
 AgentChangeStatus = Literal["added", "changed", "unchanged"]
 ChangeKind = Literal["added", "removed", "changed"]
@@ -46,6 +55,80 @@ MAX_AGENTS_PER_DEPLOYMENT = 500
 ENVIRONMENT_ID_MAX_LENGTH = 40
 
 EnvironmentId = Annotated[str, StringConstraints(min_length=1, max_length=ENVIRONMENT_ID_MAX_LENGTH)]
+WAVE_PERCENT = re.compile(r"^(100|[1-9][0-9]?)%$")
+
+
+def _wave_size(value: Any) -> int | str:
+    """A count of agents (1..MAX_AGENTS_PER_DEPLOYMENT; 2.0 is 2) or a percent of them as "N%"
+    (1..100): one error naming `waveSize`, whichever was meant."""
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= MAX_AGENTS_PER_DEPLOYMENT:
+        return value
+    if isinstance(value, str) and WAVE_PERCENT.match(value):
+        return value
+    raise ValueError(f'waveSize is a whole number 1..{MAX_AGENTS_PER_DEPLOYMENT} or a percent "1%".."100%"')
+
+
+WaveSize = Annotated[
+    int | str,
+    PlainValidator(_wave_size),
+    WithJsonSchema(
+        {
+            "oneOf": [
+                {"type": "integer", "minimum": 1, "maximum": MAX_AGENTS_PER_DEPLOYMENT},
+                {"type": "string", "pattern": WAVE_PERCENT.pattern},
+            ]
+        }
+    ),
+]
+
+
+class RolloutStrategy(Request):
+    """How a deployment of many agents goes out: in waves of `waveSize` agents (a count, or `"N%"`
+    of them rounded up, at least one), `pauseSeconds` apart, each verified by the environment's
+    verification webhook if it has one; on a failed wave, `stop` leaves the later waves undeployed
+    and `rollback` also puts the agents of the waves done back on what they ran before."""
+
+    wave_size: WaveSize = Field(
+        description='Agents per wave: a whole number, or a percent of them as "N%" (1..100, rounded up).'
+    )
+    pause_seconds: WholeNumber(0, MAX_PAUSE_SECONDS) = Field(0, description="Seconds between waves.")
+    on_failure: OnFailure = Field("stop", description="What a failed wave does: stop, or roll back.")
+
+    def wave_count(self, agents: int) -> int:
+        """Agents per wave for a deployment of `agents` agents."""
+        if isinstance(self.wave_size, int):
+            return self.wave_size
+        percent = int(self.wave_size.removesuffix("%"))
+        return max(1, -(-agents * percent // 100))
+
+
+class WaveVerification(Record):
+    result: VerificationResult
+    message: str | None = None
+
+
+class RolloutWave(Record):
+    index: int
+    agent_stable_keys: list[str]
+    status: WaveStatus = "pending"
+    started_at: Timestamp | None = None
+    finished_at: Timestamp | None = None
+    verification: WaveVerification | None = None
+
+
+class Rollout(Record):
+    """A job's progress through its waves (`currentWave` counts from 0)."""
+
+    strategy: RolloutStrategy
+    waves: list[RolloutWave]
+    current_wave: int = 0
+    next_wave_at: Timestamp | None = Field(None, description="When the next wave may start (its pause).")
+    paused_at: Timestamp | None = None
+    paused_by: str | None = None
+
+
 ArtifactVersion = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.+-]{0,99}$")]
 ModelName = Annotated[str, StringConstraints(pattern=r"^\S{1,200}$")]
 ToolRef = Annotated[str, StringConstraints(min_length=1, max_length=128)]
@@ -75,6 +158,7 @@ class DeploymentRequest(OrgScoped):
         "prompt versions and config as they run there (no overrides beside it). Set by "
         "POST /agents/deployments/promote, and by the change requests it sends to review.",
     )
+    strategy: RolloutStrategy | None = Field(None, description="Deploy in waves; absent: all at once.")
 
 
 class PromotionRequest(OrgScoped):
@@ -88,10 +172,16 @@ class PromotionRequest(OrgScoped):
         max_length=MAX_AGENTS_PER_DEPLOYMENT,
         description="Only these agents; absent: every agent running in `from`.",
     )
+    strategy: RolloutStrategy | None = Field(None, description="Deploy in waves; absent: all at once.")
 
 
 class FleetDeploymentRequest(OrgScoped):
     environment_id: EnvironmentId
+    strategy: RolloutStrategy | None = Field(None, description="Deploy in waves; absent: all at once.")
+
+
+class JobTransition(OrgScoped):
+    """Pause, resume or abort a job (POST /agents/deployment-jobs/{jobId}/pause|resume|abort)."""
 
 
 class FieldChange(Record):
@@ -160,6 +250,7 @@ class DeploymentJob(Record):
         description="Policies its agents broke that it went ahead through: audit, warn, or deny under "
         "a live exception (exceptionId).",
     )
+    rollout: Rollout | None = Field(None, description="Its waves, for a job with a strategy; else null.")
 
 
 class SigningKeyRequest(OrgScoped):
@@ -339,9 +430,9 @@ class Heatmap(Record):
 class MetricsFigures(Record):
     """The four delivery metrics over one stretch of time (None where there is nothing to measure)."""
 
-    deployments: int = Field(description="Ended jobs: complete, error or partial.")
+    deployments: int = Field(description="Ended jobs: complete, error, partial, rolled_back or aborted.")
     successes: int = Field(description="Complete jobs.")
-    failures: int = Field(description="Error or partial jobs.")
+    failures: int = Field(description="Error, partial or rolled_back jobs (an aborted one is not a failure).")
     deployments_per_day: float | None = Field(
         description="Deployment frequency: successful jobs per elapsed day, from the first deployment "
         "(or the range's start, if later) to today (or the range's end, if earlier); null for a "
@@ -374,7 +465,7 @@ class EnvironmentMetrics(MetricsFigures):
 
 class DeploymentMetrics(Record):
     """Totals, a trend per period, and the same per environment. Time to restore is per incident:
-    from the end of the first failed (error or partial) job of a run to the end of the next
+    from the end of the first failed (error, partial or rolled_back) job of a run to the end of the next
     complete job in that environment, counted on the day that failure was created. Medians are
     read from histograms and lie within 4.4 % (one bucket) of the exact ones."""
 
@@ -388,6 +479,18 @@ class DeploymentMetrics(Record):
     totals: MetricsFigures
     periods: list[MetricsPoint]
     environments: list[EnvironmentMetrics]
+
+
+def _with_strategy(
+    payload: dict[str, Any], strategy: RolloutStrategy | dict[str, Any] | None
+) -> dict[str, Any]:
+    """The body with its strategy: a RolloutStrategy in wire form, or a dict as given (in wire
+    names), which the service checks like any field."""
+    if strategy is None:
+        return payload
+    if isinstance(strategy, RolloutStrategy):
+        return payload | {"strategy": strategy.model_dump(mode="json", by_alias=True, exclude_unset=True)}
+    return payload | {"strategy": dict(strategy)}
 
 
 class DeploymentsResource(Resource):
@@ -431,6 +534,7 @@ class DeploymentsResource(Resource):
         tool_refs: list[str] | None = None,
         agent_provider_config: dict[str, Any] | None = None,
         agent_versions: dict[str, int] | None = None,
+        strategy: RolloutStrategy | dict[str, Any] | None = None,
         org_slug: str | None = None,
         idempotency_key: str | None = None,
     ) -> DeploymentJob:
@@ -451,6 +555,7 @@ class DeploymentsResource(Resource):
             agent_provider_config=agent_provider_config,
             agent_versions=agent_versions,
         )
+        payload = _with_strategy(payload, strategy)
         headers = {IDEMPOTENCY_HEADER: idempotency_key} if idempotency_key else None
         answer = self._client.request("POST", "/agents/deployments", json=payload, headers=headers)
         return DeploymentJob.model_validate(answer)
@@ -464,7 +569,7 @@ class DeploymentsResource(Resource):
         org_slug: str | None = None,
     ) -> DeploymentPreview:
         """What promoting would change in the second environment; executes nothing."""
-        payload = self._promotion(from_environment_id, to_environment_id, agent_stable_keys, org_slug)
+        payload = self._promotion(from_environment_id, to_environment_id, agent_stable_keys, org_slug, None)
         answer = self._client.request("POST", "/agents/deployments/promote/preview", json=payload)
         return DeploymentPreview.model_validate(answer)
 
@@ -474,24 +579,33 @@ class DeploymentsResource(Resource):
         to_environment_id: str,
         agent_stable_keys: list[str] | None = None,
         *,
+        strategy: RolloutStrategy | dict[str, Any] | None = None,
         org_slug: str | None = None,
     ) -> DeploymentJob:
         """Deploy to the second environment exactly what runs complete in the first (every agent
         running there, or those named)."""
-        payload = self._promotion(from_environment_id, to_environment_id, agent_stable_keys, org_slug)
+        payload = self._promotion(
+            from_environment_id, to_environment_id, agent_stable_keys, org_slug, strategy
+        )
         answer = self._client.request("POST", "/agents/deployments/promote", json=payload)
         return DeploymentJob.model_validate(answer)
 
     def _promotion(
-        self, source: str, target: str, agent_stable_keys: list[str] | None, org_slug: str | None
+        self,
+        source: str,
+        target: str,
+        agent_stable_keys: list[str] | None,
+        org_slug: str | None,
+        strategy: RolloutStrategy | dict[str, Any] | None,
     ) -> dict[str, Any]:
-        return body(
+        payload = body(
             PromotionRequest,
             org_slug=self._org(org_slug),
             from_environment_id=source,
             to=target,
             agent_stable_keys=agent_stable_keys,
         )
+        return _with_strategy(payload, strategy)
 
     def promotions(
         self, *, limit: int | None = None, offset: int | None = None, org_slug: str | None = None
@@ -502,11 +616,34 @@ class DeploymentsResource(Resource):
         return PromotionView.model_validate(answer)
 
     def deploy_fleet(
-        self, fleet_id: str, environment_id: str, *, org_slug: str | None = None
+        self,
+        fleet_id: str,
+        environment_id: str,
+        *,
+        strategy: RolloutStrategy | dict[str, Any] | None = None,
+        org_slug: str | None = None,
     ) -> DeploymentJob:
         """One job deploying every agent of the fleet."""
         payload = body(FleetDeploymentRequest, org_slug=self._org(org_slug), environment_id=environment_id)
+        payload = _with_strategy(payload, strategy)
         answer = self._client.request("POST", f"/fleets/{fleet_id}/deploy", json=payload)
+        return DeploymentJob.model_validate(answer)
+
+    def pause(self, job_id: str, *, org_slug: str | None = None) -> DeploymentJob:
+        """Hold a rollout before its next wave (the wave under way finishes)."""
+        return self._transition(job_id, "pause", org_slug)
+
+    def resume(self, job_id: str, *, org_slug: str | None = None) -> DeploymentJob:
+        """Continue a paused rollout at once (the rest of a pause between waves is skipped)."""
+        return self._transition(job_id, "resume", org_slug)
+
+    def abort(self, job_id: str, *, org_slug: str | None = None) -> DeploymentJob:
+        """Start no further wave; the job ends `aborted` (what was deployed stays)."""
+        return self._transition(job_id, "abort", org_slug)
+
+    def _transition(self, job_id: str, action: str, org_slug: str | None) -> DeploymentJob:
+        payload = body(JobTransition, org_slug=self._org(org_slug))
+        answer = self._client.request("POST", f"/agents/deployment-jobs/{job_id}/{action}", json=payload)
         return DeploymentJob.model_validate(answer)
 
     def jobs(

@@ -92,6 +92,11 @@ class EnvironmentFields(OrgScoped):
     description: Patch[Description] = None
     target: Patch[Target] = None
     webhook_url: Patch[WebhookUrl] = None
+    verification_webhook_url: WebhookUrl | None = Field(
+        None,
+        description="Called after each wave of every deployment here to pass or fail it (null: none); "
+        "needs admin.",
+    )
 
 
 class UpdateEnvironment(EnvironmentFields):
@@ -146,6 +151,9 @@ class Environment(Record):
     description: str
     target: Target
     webhook_url: str | None = None
+    verification_webhook_url: str | None = Field(
+        None, description="Called after each wave of a deployment here to pass or fail it."
+    )
     protected: bool = Field(
         False,
         description="Deployments here, and changes to where they go and what they carry, go through "
@@ -277,6 +285,7 @@ class EnvironmentsResource(Resource):
         description: str | None = None,
         target: str | None = None,
         webhook_url: str | None = None,
+        verification_webhook_url: str | None = None,
         protected: bool | None = None,
         required_approvals: int | None = None,
         promotes_from: str | None = None,
@@ -285,7 +294,8 @@ class EnvironmentsResource(Resource):
         production: bool | None = None,
         org_slug: str | None = None,
     ) -> Environment:
-        """Fields left None keep their value (`promotes_from=""` clears the promotion path)."""
+        """Fields left None keep their value (`promotes_from=""` clears the promotion path,
+        `verification_webhook_url=""` the verification webhook)."""
         payload = body(
             UpdateEnvironment,
             org_slug=self._org(org_slug),
@@ -293,6 +303,7 @@ class EnvironmentsResource(Resource):
             description=description,
             target=target,
             webhook_url=webhook_url,
+            verification_webhook_url=verification_webhook_url,
             protected=protected,
             required_approvals=required_approvals,
             promotes_from=promotes_from,
@@ -302,6 +313,8 @@ class EnvironmentsResource(Resource):
         )
         if promotes_from == "":
             payload["promotesFrom"] = None
+        if verification_webhook_url == "":
+            payload["verificationWebhookUrl"] = None
         answer = self._client.request("PATCH", f"/environments/{environment_id}", json=payload)
         return Environment.model_validate(answer)
 

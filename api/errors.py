@@ -64,6 +64,11 @@ class NotFound(ApiError):
     default_code = "not_found"
 
 
+class Conflict(ApiError):
+    status = 409
+    default_code = "conflict"
+
+
 class PayloadTooLarge(ApiError):
     status = 413
     default_code = "payload_too_large"
@@ -80,7 +85,8 @@ class ServerError(ApiError):
 
 
 _BY_STATUS: dict[int, type[ApiError]] = {
-    cls.status: cls for cls in (BadRequest, Unauthorized, Forbidden, NotFound, PayloadTooLarge, RateLimited)
+    cls.status: cls
+    for cls in (BadRequest, Unauthorized, Forbidden, NotFound, Conflict, PayloadTooLarge, RateLimited)
 }
 
 

@@ -10,7 +10,7 @@ from streamlit.delta_generator import DeltaGenerator
 
 from api.changes import ChangeRequest
 from api.common import MAX_PAGE_SIZE
-from api.deployments import AgentStatus, DeploymentJob
+from api.deployments import FAILED_JOB_STATUSES, AgentStatus, DeploymentJob
 from api.environments import Environment
 from api.notifications import Channel, LogEntry
 from components.changes.waiting import REQUEST_QUERY, awaiting_me
@@ -54,7 +54,7 @@ def tile(
 def failed_jobs_query(environment: str | None = None) -> dict[str, str | list[str]]:
     query: dict[str, str | list[str]] = {
         "tab": "Jobs",
-        "job_status": ["error", "partial"],
+        "job_status": list(FAILED_JOB_STATUSES),
         "job_days": window,
     }
     if environment:
@@ -184,7 +184,9 @@ failures = load(
 )
 failed_jobs = load(
     "list failed jobs",
-    lambda: orgdeck.deployments.jobs(status=["error", "partial"], start=first_day, end=today, limit=SHOWN),
+    lambda: orgdeck.deployments.jobs(
+        status=list(FAILED_JOB_STATUSES), start=first_day, end=today, limit=SHOWN
+    ),
 ).items
 deliveries = load("count deliveries", lambda: orgdeck.notifications.log_stats(days=WINDOW_DAYS))
 dead = load(

@@ -89,6 +89,13 @@ class RefusalOnRecord(Forbidden):
         raise NotImplementedError
 
 
+class Conflict(ServiceError):
+    """What is asked does not fit the state the thing is in now (a paused job paused again)."""
+
+    status = 409
+    code = "conflict"
+
+
 class NotFound(ServiceError):
     status = 404
     code = "not_found"

@@ -39,6 +39,15 @@ class Settings(BaseSettings):
     provider_timeout_seconds: float = Field(
         30.0, gt=0, le=600, description="How long a call to a language-model provider may take."
     )
+    job_lease_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="How long a worker holds a deployment job (or a wave of it) without renewing it "
+        "before another worker may take it over (renewed every third of this while it works).",
+    )
+    verification_timeout_seconds: float = Field(
+        10.0, gt=0, le=600, description="How long an environment's verification webhook may take to answer."
+    )
     log_level: str = "info"
     log_format: Literal["text", "json"] = Field(
         "text", description="`text` for a terminal; `json`: one JSON object per line, for a log collector."

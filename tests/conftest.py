@@ -157,6 +157,8 @@ def make_settings(data_dir: Path, database_url: str, **overrides: object) -> Set
         "retention_notification_logs_days": 0,
         "retention_deliveries_days": 0,
         "retention_job_details_days": 0,
+        # A hanging verification webhook fails its wave after this (tests/test_rollouts.py).
+        "verification_timeout_seconds": 2,
     }
     values.update(overrides)
     return Settings(**values)

@@ -114,6 +114,15 @@ def test_every_write_leaves_one_event_naming_its_actor(walk, document_writes):
         c, walk.write("deployFleet", lambda: c.deployments.deploy_fleet(fleet.id, environment.id)).id
     )
     walk.write("deleteFleet", lambda: c.fleets.delete(fleet.id))
+    # A rollout waiting ten minutes between its two waves: each transition is the person's.
+    c.agents.create("second", "openai", provider_config={"model": "m"})
+    c.agents.snapshot("second")
+    waves = {"waveSize": 1, "pauseSeconds": 600}
+    rollout = c.deployments.deploy(environment.id, ["triage", "second"], strategy=waves)
+    walk.write("pauseDeploymentJob", lambda: c.deployments.pause(rollout.id))
+    walk.write("resumeDeploymentJob", lambda: c.deployments.resume(rollout.id))
+    walk.write("abortDeploymentJob", lambda: c.deployments.abort(rollout.id))
+    wait_for_end(c, rollout.id)
     walk.write("updateDeploymentSettings", lambda: c.deployments.update_settings(stale_after_days=3))
 
     tool = walk.write("createTool", lambda: c.tools.create("search", "search-v1"))

@@ -499,7 +499,8 @@ def _job_left_running(db: Database, org_slug: str, environment: str, *, attempts
             org_slug=org_slug, environment_id=environment, agent_stable_keys=["alpha"]
         )
         job = deployments.create_job(session, org_id=org_id, request=request, actor="ops")
-        job.status, job.attempts = "running", attempts
+        # A job without a strategy is one wave: its starts are its wave's.
+        job.status, job.attempts, job.wave_attempts = "running", attempts, attempts
         job.started_at = utcnow() - timedelta(minutes=5)
         job.lease_token = "lease_dead"
         job.lease_expires_at = utcnow() - timedelta(seconds=1)

@@ -31,6 +31,7 @@ def test_create_get_and_list_with_secret_counts(client, http, org):
         "description",
         "target",
         "webhookUrl",
+        "verificationWebhookUrl",
         "protected",
         "requiredApprovals",
         "promotesFrom",

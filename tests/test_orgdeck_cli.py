@@ -32,6 +32,10 @@ COMMANDS = [
     ["deploy", "preview"],
     ["deploy", "run"],
     ["promote"],
+    ["rollout"],
+    ["rollout", "pause"],
+    ["rollout", "resume"],
+    ["rollout", "abort"],
     ["jobs", "list"],
     ["jobs", "show"],
     ["status"],
@@ -485,3 +489,65 @@ def test_whoami_answers_as_the_client_does(orgdeck, server, org):
     with OrgdeckClient(server.url, org.key) as direct:
         assert orgdeck.json("whoami") == direct.whoami().model_dump(mode="json", by_alias=True)
     assert orgdeck("whoami").stdout.startswith(f"{org.slug} (Test Org), key 'admin'")
+
+
+def test_promote_with_a_strategy_deploys_in_waves_and_exits_1_when_rolled_back(orgdeck, client):
+    target = WebhookTarget()
+    try:
+        staging = client.environments.create("staging").id
+        production = webhook_environment(client, target)
+        keys = ["alpha", "beta", "gamma"]
+        for key in keys:
+            versioned_agent(client, key)
+        assert wait_for_end(client, client.deployments.deploy(production, keys).id).status == "complete"
+        for key in keys:
+            client.agents.update(key, provider_config={"model": "gpt-4o"})
+            client.agents.snapshot(key)
+        assert wait_for_end(client, client.deployments.deploy(staging, keys).id).status == "complete"
+        target.failing = {"gamma"}
+        spec = "waveSize=2,pauseSeconds=0,onFailure=rollback"
+        rolled = orgdeck("promote", "staging", production, "--strategy", spec, "--wait", "--json")
+        assert rolled.returncode == 1, rolled.stderr
+        job = json.loads(rolled.stdout)
+        assert job["status"] == "rolled_back"
+        assert [wave["status"] for wave in job["rollout"]["waves"]] == ["rolled_back", "rolled_back"]
+        running = {
+            p.stable_key: p.deployed_version
+            for p in client.deployments.status(environment_id=production).items
+        }
+        assert running == {"alpha": 1, "beta": 1, "gamma": 1}
+        target.failing = set()
+        done = orgdeck("promote", "staging", production, "--strategy", '{"waveSize": "50%"}', "--wait")
+        assert done.returncode == 0, done.stderr
+        assert "wave 2: complete" in done.stdout
+        bad = orgdeck("promote", "staging", production, "--strategy", "waveSize=0", "--json")
+        assert bad.returncode == 1 and "strategy.waveSize" in bad.stdout + bad.stderr
+        assert orgdeck("promote", "staging", production, "--strategy", "waveSize").returncode == 2
+        assert orgdeck("promote", "staging", production, "--strategy", "{nope").returncode == 2
+    finally:
+        target.close()
+
+
+def test_rollout_pause_resume_abort_exit_like_deploy(orgdeck, client):
+    for key in ("alpha", "beta"):
+        versioned_agent(client, key)
+    environment = client.environments.create("staging").id
+    job = client.deployments.deploy(
+        environment, ["alpha", "beta"], strategy={"waveSize": 1, "pauseSeconds": 600}
+    )
+    paused = orgdeck("rollout", "pause", job.id, "--json")
+    assert paused.returncode == 0, paused.stderr
+    assert json.loads(paused.stdout)["status"] == "paused"
+    again = orgdeck("rollout", "pause", job.id, "--json")
+    assert again.returncode == 1
+    assert json.loads(again.stdout)["error"]["code"] == "job_not_pausable"
+    aborted = orgdeck("rollout", "abort", job.id, "--json")
+    assert aborted.returncode == 0 and json.loads(aborted.stdout)["status"] == "aborted"
+    assert orgdeck("rollout", "resume", job.id).returncode == 1
+    assert orgdeck("rollout", "abort", "job_nosuchjob", "--json").returncode == 4
+    other = client.deployments.deploy(
+        environment, ["alpha", "beta"], strategy={"waveSize": 1, "pauseSeconds": 600}
+    )
+    assert orgdeck("rollout", "pause", other.id).returncode == 0
+    resumed = orgdeck("rollout", "resume", other.id)
+    assert resumed.returncode == 0 and other.id in resumed.stdout

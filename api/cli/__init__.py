@@ -163,6 +163,7 @@ for command in (
     deploy.group,
     deploy.promote,
     deploy.jobs,
+    deploy.rollout,
     deploy.status,
     changes.group,
     channels.channels,

@@ -1,8 +1,9 @@
-"""`orgdeck deploy`, `orgdeck promote`, `orgdeck jobs` and `orgdeck status`: preview, run and follow
-deployments and promotions, and drift."""
+"""`orgdeck deploy`, `orgdeck promote`, `orgdeck jobs`, `orgdeck rollout` and `orgdeck status`:
+preview, run and follow deployments and promotions, steer rollouts, and drift."""
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
@@ -41,7 +42,16 @@ DEFAULT_WAIT_SECONDS = 600
 POLL_SECONDS = (0.5, 1.0, 2.0)  # quick at first, then every two seconds
 PREVIEW_MARKS = {"added": "[green]+[/]", "changed": "[yellow]~[/]", "unchanged": "[dim]=[/]"}
 CHANGE_MARKS = {"added": "[green]+[/]", "removed": "[red]-[/]", "changed": "[yellow]~[/]"}
-JOB_COLOURS = {"complete": "green", "error": "red", "partial": "yellow", "running": "cyan", "pending": "dim"}
+JOB_COLOURS = {
+    "complete": "green",
+    "error": "red",
+    "partial": "yellow",
+    "running": "cyan",
+    "pending": "dim",
+    "paused": "magenta",
+    "aborted": "yellow",
+    "rolled_back": "red",
+}
 STATE_COLOURS = {
     "in_sync": "green",
     "drifted": "yellow",
@@ -228,10 +238,44 @@ def _change(change: FieldChange) -> str:
     return f"{escape(shown(change.before))} → {escape(shown(change.after))}"
 
 
+def strategy_option(command: Callable[..., Any]) -> Callable[..., Any]:
+    return click.option(
+        "--strategy",
+        metavar="SPEC",
+        help="Deploy in waves: waveSize=N|N%,pauseSeconds=S,onFailure=stop|rollback, or the same as a "
+        "JSON object.",
+    )(command)
+
+
+def parse_strategy(spec: str | None) -> dict[str, Any] | None:
+    """A --strategy as the wire object: JSON, or comma-separated KEY=VALUE pairs (numbers as numbers).
+    The service checks the values."""
+    if spec is None:
+        return None
+    if spec.lstrip().startswith("{"):
+        try:
+            parsed = json.loads(spec)
+        except ValueError as error:
+            fail(f"--strategy is not valid JSON: {error}", EXIT_USAGE)
+        if not isinstance(parsed, dict):
+            fail("--strategy JSON must be an object", EXIT_USAGE)
+        return parsed
+    strategy: dict[str, Any] = {}
+    for pair in spec.split(","):
+        key, _, value = pair.strip().partition("=")
+        if not key or not value:
+            fail(
+                f"--strategy takes KEY=VALUE pairs, e.g. waveSize=2,onFailure=rollback (got '{pair}')",
+                EXIT_USAGE,
+            )
+        strategy[key] = int(value) if value.isdigit() else value
+    return strategy
+
+
 def wait_options(command: Callable[..., Any]) -> Callable[..., Any]:
     options = [
         click.option(
-            "--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 error or partial."
+            "--wait", is_flag=True, help="Follow the job to its end: exit 0 complete, 1 any other end."
         ),
         click.option(
             "--timeout",
@@ -253,9 +297,11 @@ Examples:
   orgdeck deploy production support-bot triage
   orgdeck deploy production support-bot --wait --timeout 900
   orgdeck deploy production support-bot --wait --idempotency-key "deploy-$GITHUB_RUN_ID"
+  orgdeck deploy production a b c d --strategy waveSize=2,pauseSeconds=60,onFailure=rollback --wait
 """
 )
 @deployment_options
+@strategy_option
 @wait_options
 @click.option(
     "--idempotency-key",
@@ -266,6 +312,7 @@ Examples:
 @with_client
 def run(
     client: OrgdeckClient,
+    strategy: str | None,
     wait: bool,
     timeout: float,
     idempotency_key: str | None,
@@ -273,10 +320,13 @@ def run(
     **arguments: Any,
 ) -> None:
     """Deploy AGENT… (stable keys) to ENV (a name or id): starts a job that a worker runs."""
+    waves = parse_strategy(strategy)
     job = with_known_agents(
         client,
         arguments["agents"],
-        lambda: client.deployments.deploy(**deployment(client, **arguments), idempotency_key=idempotency_key),
+        lambda: client.deployments.deploy(
+            **deployment(client, **arguments), strategy=waves, idempotency_key=idempotency_key
+        ),
     )
     finish(client, job, f"{len(job.agents)} agents to {arguments['environment']}", wait, timeout, as_json)
 
@@ -345,11 +395,13 @@ def rollback(
 Examples:
   orgdeck promote staging production --wait
   orgdeck promote staging production support-bot triage --wait --timeout 900 --json
+  orgdeck promote staging production --strategy waveSize=25%,pauseSeconds=300,onFailure=rollback --wait
 """
 )
 @click.argument("source", metavar="FROM")
 @click.argument("target", metavar="TO")
 @click.argument("agents", nargs=-1, metavar="[AGENT]...")
+@strategy_option
 @wait_options
 @json_option
 @with_client
@@ -358,6 +410,7 @@ def promote(
     source: str,
     target: str,
     agents: tuple[str, ...],
+    strategy: str | None,
     wait: bool,
     timeout: float,
     as_json: bool,
@@ -365,9 +418,12 @@ def promote(
     """Deploy to TO exactly what runs complete in FROM (names or ids): every agent running there, or
     AGENT… (stable keys), each at the version and with the config it runs with there. Exit codes as
     for `deploy`."""
+    waves = parse_strategy(strategy)
     source_id, target_id = (resolve_environment(client, name).id for name in (source, target))
     job = with_known_agents(
-        client, agents, lambda: client.deployments.promote(source_id, target_id, list(agents) or None)
+        client,
+        agents,
+        lambda: client.deployments.promote(source_id, target_id, list(agents) or None, strategy=waves),
     )
     finish(client, job, f"{len(job.agents)} agents from {source} to {target}", wait, timeout, as_json)
 
@@ -412,7 +468,10 @@ def follow(client: OrgdeckClient, job: DeploymentJob, timeout: float) -> Deploym
 
 def _progress(job: DeploymentJob) -> str:
     done = sum(agent.status != "pending" for agent in job.agents)
-    return f"{job.id}: {job.status}, {done} of {len(job.agents)} agents done"
+    waves = ""
+    if job.rollout is not None:
+        waves = f", wave {job.rollout.current_wave + 1} of {len(job.rollout.waves)}"
+    return f"{job.id}: {job.status}{waves}, {done} of {len(job.agents)} agents done"
 
 
 def print_job(job: DeploymentJob) -> None:
@@ -424,6 +483,11 @@ def print_job(job: DeploymentJob) -> None:
     console.print(f"Job {job.id} [{colour}]{job.status}[/]{took}, environment {job.environment_id}")
     if job.message:
         console.print(f"  {escape(job.message)}", soft_wrap=True)
+    if job.rollout is not None:
+        for wave in job.rollout.waves:
+            verdict = f", verification {wave.verification.result}" if wave.verification else ""
+            keys = escape(", ".join(wave.agent_stable_keys))
+            console.print(f"  wave {wave.index + 1}: {wave.status}{verdict} ({keys})", soft_wrap=True)
     rows = table("AGENT", "VERSION", "STATUS", "ERROR")
     for agent in job.agents:
         status = f"[{JOB_COLOURS.get(agent.status, 'white')}]{agent.status}[/]"
@@ -452,6 +516,34 @@ def show_job(client: OrgdeckClient, job_id: str, as_json: bool) -> None:
         print_json(job)
     else:
         print_job(job)
+
+
+@click.group(
+    epilog="\b\nExamples:\n  orgdeck rollout pause job_01j...\n  orgdeck rollout resume job_01j... --json"
+)
+def rollout() -> None:
+    """Pause, resume or abort a rollout (a job deploying in waves). Exit 0 done, 1 when the job is not
+    in a state for it, 4 for an unknown job."""
+
+
+def _transition(name: str, help_text: str) -> None:
+    epilog = f"\b\nExamples:\n  orgdeck rollout {name} job_01j...\n  orgdeck rollout {name} job_01j... --json"
+
+    @rollout.command(name=name, help=help_text, epilog=epilog)
+    @click.argument("job_id", metavar="JOB")
+    @json_option
+    @with_client
+    def command(client: OrgdeckClient, job_id: str, as_json: bool) -> None:
+        job = getattr(client.deployments, name)(job_id)
+        if as_json:
+            print_json(job)
+        else:
+            print_job(job)
+
+
+_transition("pause", "Hold the rollout before its next wave (the wave under way finishes).")
+_transition("resume", "Continue a paused rollout at once.")
+_transition("abort", "Start no further wave: the job ends aborted (what it deployed stays).")
 
 
 @jobs.command(

@@ -27,6 +27,17 @@ BADGE_COLOURS = {
     "error": "red",
     "running": "blue",
     "pending": "gray",
+    "paused": "violet",
+    "aborted": "gray",
+    "rolled_back": "red",
+}
+# How a finished job's summary is shown: failures as errors, a stop part-way as a warning.
+SUMMARY_STYLES = {
+    "complete": st.success,
+    "partial": st.warning,
+    "error": st.error,
+    "aborted": st.warning,
+    "rolled_back": st.error,
 }
 
 
@@ -55,9 +66,9 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
     badge_col.badge(job.status, color=BADGE_COLOURS[job.status])
     if job.status in FINISHED_JOB_STATUSES:
         summary = job.message or f"{done - failed} of {len(job.agents)} agents deployed"
-        {"complete": st.success, "partial": st.warning, "error": st.error}[job.status](plain(summary))
+        SUMMARY_STYLES[job.status](plain(summary))
     else:
-        waiting = "Waiting for a worker" if job.status == "pending" else "Deploying"
+        waiting = {"pending": "Waiting for a worker", "paused": "Paused"}.get(job.status, "Deploying")
         st.progress(done / max(len(job.agents), 1), text=f"{waiting}… {done} of {len(job.agents)} done")
     started = job.started_at.strftime("%Y-%m-%d %H:%M:%S") if job.started_at else "not yet"
     st.caption(

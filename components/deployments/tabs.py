@@ -7,6 +7,7 @@ from datetime import date
 
 import streamlit as st
 
+from api.deployments import FAILED_JOB_STATUSES
 from components.tables import select
 
 TAB = "tab"
@@ -16,7 +17,7 @@ BOUND = "query-params"
 JOBS_STATUS, JOBS_ENVIRONMENT, JOBS_DAYS = "job_status", "job_env", "job_days"
 JOBS_TABLE = "jobs_table"
 ALL = "All"
-FAILED = ["error", "partial"]
+FAILED = list(FAILED_JOB_STATUSES)
 
 
 def open_jobs(

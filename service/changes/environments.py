@@ -62,6 +62,7 @@ def environment_fields(environment: EnvironmentRow) -> dict[str, Any]:
         "description": environment.description,
         "target": environment.target,
         "webhookUrl": environment.webhook_url,
+        "verificationWebhookUrl": environment.verification_webhook_url,
     }
 
 

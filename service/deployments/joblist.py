@@ -6,8 +6,8 @@ import functools
 from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
-from sqlalchemy import ColumnElement, Integer, Select, bindparam, func, literal_column, select
-from sqlalchemy.dialects.postgresql import aggregate_order_by
+from sqlalchemy import ColumnElement, Integer, Select, bindparam, cast, func, literal_column, select
+from sqlalchemy.dialects.postgresql import JSONB, aggregate_order_by
 from sqlalchemy.orm import Session
 
 from api.common import Page
@@ -17,7 +17,7 @@ from service.errors import InvalidCursor, InvalidInput
 from service.http.responses import splice_json
 from service.storage.db import dialect_name
 from service.storage.ids import is_id
-from service.storage.jsonsql import json_text, model_json_of, stored_json
+from service.storage.jsonsql import json_text, model_json_of, stored_json, wire_timestamp
 
 
 def list_jobs(
@@ -101,8 +101,20 @@ def _job_json(dialect: str) -> ColumnElement[str]:
         agents=agents.scalar_subquery(),
         change_request=stored_json(dialect, job.change_request),
         violations=stored_json(dialect, func.coalesce(job.policy_violations, _empty_list(dialect))),
+        rollout=_rollout_json(dialect),
     )
     return json_text(dialect, made)
+
+
+def _rollout_json(dialect: str) -> ColumnElement[Any]:
+    """The stored rollout (null without a strategy) with its `nextWaveAt` from the column the
+    worker's claim reads (DeploymentJobRow.rollout)."""
+    job = DeploymentJobRow
+    at = wire_timestamp(dialect, job.next_wave_at)
+    if dialect == "postgresql":
+        value = func.coalesce(func.to_jsonb(at), literal_column("'null'::jsonb"))
+        return func.jsonb_set(cast(job.rollout_state, JSONB), literal_column("'{nextWaveAt}'"), value)
+    return func.json_set(job.rollout_state, literal_column("'$.nextWaveAt'"), at)
 
 
 def _empty_list(dialect: str) -> ColumnElement[Any]:

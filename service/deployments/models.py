@@ -7,6 +7,7 @@ from sqlalchemy import JSON, Date, Float, ForeignKey, Index, Integer, String, Te
 from sqlalchemy.orm import Mapped, mapped_column, relationship
 
 from api.approvals import ChangeRequestRef
+from api.deployments import Rollout
 from service.storage.db import Base, UTCDateTime, WireJSON, utcnow
 from service.storage.ids import new_id
 
@@ -55,6 +56,13 @@ class DeploymentJobRow(Base):
     # The policies its agents broke and it went ahead through (audit, warn, or deny under a live
     # exception), as they were checked when it was made.
     policy_violations: Mapped[list[dict[str, Any]] | None] = mapped_column(JSON(none_as_null=True))
+    # A job with a strategy: its waves and how far it got (service.deployments.rollouts); replaced
+    # whole on each change. Its `nextWaveAt` is the column below, which the worker's claim reads.
+    rollout_state: Mapped[Rollout | None] = mapped_column("rollout", WireJSON(Rollout))
+    next_wave_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    # Starts of the wave under way: a wave whose workers keep dying is given up on, not the job's
+    # count of starts, which grows by one per wave.
+    wave_attempts: Mapped[int] = mapped_column(Integer, default=0)
 
     agent_rows: Mapped[list[DeploymentJobAgentRow]] = relationship(
         cascade="all, delete-orphan", lazy="selectin", order_by="DeploymentJobAgentRow.stable_key"
@@ -67,6 +75,12 @@ class DeploymentJobRow(Base):
     @property
     def violations(self) -> list[dict[str, Any]]:
         return self.policy_violations or []
+
+    @property
+    def rollout(self) -> Rollout | None:
+        if self.rollout_state is None:
+            return None
+        return self.rollout_state.model_copy(update={"next_wave_at": self.next_wave_at})
 
 
 class DeploymentJobAgentRow(Base):
@@ -87,6 +101,17 @@ class DeploymentJobAgentRow(Base):
     config_hash: Mapped[str] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(20), default="pending")
     error: Mapped[str | None] = mapped_column(String(2000))
+    # What the agent ran in the environment when the job was made (all None: nothing), which a
+    # rollback deploys again; `rolled_back` once it has.
+    previous_version: Mapped[int | None] = mapped_column(Integer)
+    previous_config: Mapped[dict[str, Any] | None] = mapped_column(JSON(none_as_null=True))
+    previous_config_hash: Mapped[str | None] = mapped_column(String(64))
+    rolled_back: Mapped[bool] = mapped_column(default=False)
+
+    @property
+    def running_config(self) -> dict[str, Any]:
+        """The config this job left running (for an agent it deployed)."""
+        return self.previous_config if self.rolled_back and self.previous_config else self.config
 
 
 class AgentDeploymentRow(Base):

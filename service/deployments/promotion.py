@@ -38,6 +38,7 @@ def promotion_request(session: Session, *, org_id: str, request: PromotionReques
         agent_stable_keys=list(running),
         agent_versions={key: deployed.version for key, deployed in running.items()},
         promoted_from=source.id,
+        strategy=request.strategy,
     )
 
 

@@ -152,6 +152,8 @@ def record_job_end(session: Session, job: DeploymentJobRow) -> None:
     _record_metrics(session, job, day)
     _record_arrivals(session, job)
     for result in job.agent_rows:
+        if result.status == "pending":  # never sent: a wave the rollout did not reach
+            continue
         failed = {"results": 1, "failures": int(result.status == "error")}
         for span, start in (("day", day), ("month", day.replace(day=1))):
             keys = {"org_id": job.org_id, "span": span, "start": start, "environment_id": job.environment_id}

@@ -24,6 +24,7 @@ from api.deployments import (
     HeatmapGroupBy,
     HeatmapMetric,
     HistoryEntry,
+    JobTransition,
     MetricsPeriod,
     PromotionRequest,
     PromotionView,
@@ -39,6 +40,7 @@ from service.deployments import (
     metrics,
     promotion,
     promotion_view,
+    rollouts,
     service,
     states,
 )
@@ -62,9 +64,7 @@ from service.storage.crypto import cipher_for
 
 router = api_router("", tags=["Deployments"])
 
-StatusQuery = Annotated[
-    list[str], EnumListQuery(JOB_STATUSES, "Job statuses (pending, running, complete, error, partial)")
-]
+StatusQuery = Annotated[list[str], EnumListQuery(JOB_STATUSES, f"Job statuses ({', '.join(JOB_STATUSES)})")]
 JobLimitQuery = Annotated[
     float,
     Query(
@@ -190,9 +190,8 @@ def deploy_fleet(
     job = service.create_fleet_job(
         session,
         org_id=caller.org_id_for(body.org_slug),
-        org_slug=body.org_slug,
         fleet_id=fleet_id,
-        environment_id=body.environment_id,
+        request=body,
         actor=caller.member_email or caller.key_name,
     )
     return DeploymentJob.model_validate(job)
@@ -241,6 +240,43 @@ def get_job(
     """One job with each agent's result."""
     job = service.get_job(session, org_id=caller.org_id_for(org_slug), job_id=job_id)
     return DeploymentJob.model_validate(job)
+
+
+JobIdPath = Annotated[str, Path(alias="jobId", description="The job's id (job_…).")]
+
+
+@router.post("/agents/deployment-jobs/{jobId}/pause", response_model=DeploymentJob)
+def pause_deployment_job(
+    job_id: JobIdPath, body: JobTransition, caller: Operator, session: WriteSession
+) -> DeploymentJob:
+    """Hold a pending or running rollout before its next wave (the wave under way finishes);
+    409 for a job without a strategy or in another state."""
+    job = rollouts.pause(session, org_id=caller.org_id_for(body.org_slug), job_id=job_id, by=_who(caller))
+    return DeploymentJob.model_validate(job)
+
+
+@router.post("/agents/deployment-jobs/{jobId}/resume", response_model=DeploymentJob)
+def resume_deployment_job(
+    job_id: JobIdPath, body: JobTransition, caller: Operator, session: WriteSession
+) -> DeploymentJob:
+    """Continue a paused rollout at once (the rest of a pause between waves is skipped); 409 unless paused."""
+    job = rollouts.resume(session, org_id=caller.org_id_for(body.org_slug), job_id=job_id, by=_who(caller))
+    return DeploymentJob.model_validate(job)
+
+
+@router.post("/agents/deployment-jobs/{jobId}/abort", response_model=DeploymentJob)
+def abort_deployment_job(
+    job_id: JobIdPath, body: JobTransition, caller: Operator, session: WriteSession
+) -> DeploymentJob:
+    """Start no further wave: the job ends `aborted` (once the wave under way, if any, is on
+    record). What it deployed stays: an abort does not roll back. A job without a strategy can be
+    aborted only while pending; 409 for a job that has ended."""
+    job = rollouts.abort(session, org_id=caller.org_id_for(body.org_slug), job_id=job_id, by=_who(caller))
+    return DeploymentJob.model_validate(job)
+
+
+def _who(caller: Caller) -> str:
+    return caller.member_email or caller.key_name
 
 
 StartQuery = Annotated[

@@ -4,7 +4,11 @@ A claim is atomic: PostgreSQL skips rows other workers hold (`FOR UPDATE SKIP LO
 write transaction (`BEGIN IMMEDIATE`) lets one claimer in at a time. The claimer holds a lease,
 extended by a heartbeat while it works. A job whose lease expired (its worker died) is claimed
 again, up to MAX_ATTEMPTS starts, then failed with a message: no job stays `running` for ever. Only
-the run holding the current lease may finish a job, so two runs never both record an outcome.
+the run holding the current lease may record an outcome, so two runs never both record one.
+
+A claim does one wave of a job (service.deployments.rollouts; a job without a strategy is one wave):
+it sends the wave's agents still pending, records them, verifies the wave, and ends the job or
+schedules its next wave and lets the lease go. Starts are counted per wave.
 """
 
 from __future__ import annotations
@@ -16,37 +20,29 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 import httpx
-from sqlalchemy import and_, or_, select, update
+from sqlalchemy import ColumnElement, and_, or_, select, update
 from sqlalchemy.orm import Session
 
-from service.deployments.models import (
-    AgentDeploymentRow,
-    DeploymentJobAgentRow,
-    DeploymentJobRow,
-)
-from service.deployments.rollups import record_job_end
-from service.deployments.service import running_replaced
-from service.deployments.states import record_job_outcome
+from service.deployments import outcomes, rollouts
+from service.deployments.models import DeploymentJobRow
+from service.deployments.outcomes import Outcome
 from service.environments.models import DeploymentSigningKeyRow, EnvironmentRow
 from service.environments.service import decrypt_secret_values
-from service.events.service import record_event
 from service.observability import metrics, tracing
 from service.outbound.urls import OutboundRefused, check_outbound_url
 from service.outbound.webhooks import signature_headers
 from service.redaction.objects import hidden_values, redacted_text
 from service.settings import Settings
 from service.storage.crypto import DecryptionFailed, cipher_for
-from service.storage.db import Database, insert_unless_taken, utcnow
+from service.storage.db import Database, utcnow
 from service.storage.ids import new_id
 
 logger = logging.getLogger("orgdeck.deployments")
 
-LEASE_SECONDS = 60
-HEARTBEAT_SECONDS = 15
 MAX_ATTEMPTS = 3
 WEBHOOK_TIMEOUT_SECONDS = 15
 SECRET_REFERENCE = re.compile(r"\$\{secret:([A-Za-z0-9_.-]+)\}")
@@ -66,75 +62,113 @@ class Claim:
     lease_token: str
     org_id: str
     environment_id: str
+    wave: int
+    # The agents to send: the wave's pending ones, or (rolling back) what each ran before.
     agents: list[JobAgent]
+    rolling_back: bool
     # The creating request's traceparent (tracing.continued).
     trace_context: str | None
 
-
-# Per stableKey: None when the agent deployed, else why it failed.
-Outcome = dict[str, str | None]
+    @property
+    def message_id(self) -> str:
+        """The webhook-id of what this claim sends: one per wave, or the rollback."""
+        if self.rolling_back:
+            return f"{self.job_id}-rollback"
+        return self.job_id if self.wave == 0 else f"{self.job_id}-wave{self.wave}"
 
 
 def run_deployment_jobs(db: Database, settings: Settings) -> bool:
-    """Run one deployment job if one is waiting; True when there was work."""
-    claim, found = _claim(db)
+    """Run one wave of a deployment job if one is due; True when there was work."""
+    claim, found = _claim(db, settings)
     if claim is None:
         return found
     # The run, its SQL, its webhook call and the events it records belong to the creating request's trace.
-    with tracing.continued("deployment job", claim.trace_context, job_id=claim.job_id):
-        with _heartbeat(db, claim):
-            outcome = _deploy(db, settings, claim)
-        _finish(db, claim, outcome)
+    with (
+        tracing.continued("deployment job", claim.trace_context, job_id=claim.job_id),
+        _heartbeat(db, claim, settings.job_lease_seconds),
+    ):
+        if claim.rolling_back:
+            _roll_back(db, settings, claim)
+        else:
+            _run_wave(db, settings, claim)
     return True
 
 
-def _claim(db: Database) -> tuple[Claim | None, bool]:
+def _claimable(now: datetime) -> ColumnElement[bool]:
+    """Jobs a worker may take: pending or running ones nobody holds whose next wave is due (a
+    running job between waves holds no lease), and any whose holder's lease expired (a paused or
+    aborted one too: the wave its holder had under way is finished)."""
+    job = DeploymentJobRow
+    free = or_(job.lease_expires_at.is_(None), job.lease_expires_at < now)
+    due = or_(job.next_wave_at.is_(None), job.next_wave_at <= now)
+    return or_(
+        and_(job.status.in_(("pending", "running")), free, due),
+        and_(job.status.in_(("paused", "aborted")), job.lease_token.is_not(None), job.lease_expires_at < now),
+    )
+
+
+def _claim(db: Database, settings: Settings) -> tuple[Claim | None, bool]:
     """The claimed job, if any, and whether there was a job to handle (one given up on counts)."""
     now = utcnow()
-    claimable = or_(
-        DeploymentJobRow.status == "pending",
-        and_(DeploymentJobRow.status == "running", DeploymentJobRow.lease_expires_at < now),
-    )
     # A read first: an idle worker must not take SQLite's write lock every round.
     with db.session() as session:
-        if session.scalar(select(DeploymentJobRow.id).where(claimable).limit(1)) is None:
+        if session.scalar(select(DeploymentJobRow.id).where(_claimable(now)).limit(1)) is None:
             return None, False
     with db.session(write=True) as session:
-        query = select(DeploymentJobRow).where(claimable).order_by(DeploymentJobRow.id).limit(1)
+        query = select(DeploymentJobRow).where(_claimable(now)).order_by(DeploymentJobRow.id).limit(1)
         job = session.scalar(query.with_for_update(skip_locked=True))
         if job is None:
             return None, False
-        if job.attempts >= MAX_ATTEMPTS:
-            failure = f"Gave up after {job.attempts} attempts: the worker running the job stopped responding"
-            _end_job(session, job, {row.stable_key: failure for row in job.agent_rows}, message=failure)
+        if job.wave_attempts >= MAX_ATTEMPTS:
+            failure = (
+                f"Gave up after {job.wave_attempts} attempts: the worker running the job stopped responding"
+            )
+            rollouts.give_up(session, job, failure)
             return None, True
-        if job.status == "running":
+        if job.lease_token is not None:
             metrics.LEASE_TAKEOVERS.labels(kind="deployment_job").inc()
-        job.status = "running"
+        if job.status == "pending":
+            job.status = "running"
         job.attempts += 1
+        job.wave_attempts += 1
         job.started_at = job.started_at or now
         job.lease_token = new_id("lease")
-        job.lease_expires_at = now + timedelta(seconds=LEASE_SECONDS)
-        agents = [
-            JobAgent(row.stable_key, row.version, row.config, row.config_hash) for row in job.agent_rows
-        ]
-        return Claim(job.id, job.lease_token, job.org_id, job.environment_id, agents, job.trace_context), True
+        job.lease_expires_at = now + timedelta(seconds=settings.job_lease_seconds)
+        step = rollouts.next_step(job)
+        if step.rollback:
+            agents = [
+                JobAgent(row.stable_key, row.previous_version, row.previous_config, row.previous_config_hash)  # type: ignore[arg-type]
+                for row in step.rollback
+            ]
+        else:
+            agents = [JobAgent(row.stable_key, row.version, row.config, row.config_hash) for row in step.send]
+        claim = Claim(
+            job.id,
+            job.lease_token,
+            job.org_id,
+            job.environment_id,
+            step.wave,
+            agents,
+            bool(step.rollback),
+            job.trace_context,
+        )
+        return claim, True
 
 
 @contextmanager
-def _heartbeat(db: Database, claim: Claim) -> Iterator[None]:
-    """Extend the claim's lease every HEARTBEAT_SECONDS until the block ends."""
+def _heartbeat(db: Database, claim: Claim, lease_seconds: float) -> Iterator[None]:
+    """Extend the claim's lease every third of it until the block ends."""
     stopped = threading.Event()
 
     def beat() -> None:
-        while not stopped.wait(HEARTBEAT_SECONDS):
+        while not stopped.wait(lease_seconds / 3):
             with db.session(write=True) as session:
                 session.execute(
                     update(DeploymentJobRow)
                     .where(
                         DeploymentJobRow.id == claim.job_id, DeploymentJobRow.lease_token == claim.lease_token
                     )
-                    .values(lease_expires_at=utcnow() + timedelta(seconds=LEASE_SECONDS))
+                    .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
                 )
 
     thread = threading.Thread(target=beat, name=f"lease-{claim.job_id}", daemon=True)
@@ -144,6 +178,85 @@ def _heartbeat(db: Database, claim: Claim) -> Iterator[None]:
     finally:
         stopped.set()
         thread.join()
+
+
+def _run_wave(db: Database, settings: Settings, claim: Claim) -> None:
+    """Send the wave's pending agents and record them, verify the wave, and move the job on."""
+    outcome = _deploy(db, settings, claim) if claim.agents else {}
+    with db.session(write=True) as session:
+        job = _held(session, claim)
+        if job is None:
+            return
+        outcomes.record_results(session, job, outcome)
+        failure = rollouts.wave_failure(job, claim.wave)
+        environment = session.get(EnvironmentRow, job.environment_id)
+        url = environment.verification_webhook_url if environment is not None else None
+        if failure is not None or url is None:
+            if rollouts.finish_wave(session, job, wave=claim.wave, failure=failure, verification=None):
+                _roll_back_next(session, job)
+            return
+        rollouts.start_verifying(job, claim.wave)
+        wave_agents = rollouts.wave_rows(job, claim.wave)
+        key = _signing_key(session, settings, job.environment_id)
+    verification = rollouts.verify(
+        settings,
+        url=url,
+        key=key,
+        job_id=claim.job_id,
+        environment_id=claim.environment_id,
+        wave=claim.wave,
+        agents=wave_agents,
+    )
+    with db.session(write=True) as session:
+        job = _held(session, claim)
+        if job is None:
+            return
+        if rollouts.finish_wave(session, job, wave=claim.wave, failure=None, verification=verification):
+            _roll_back_next(session, job)
+
+
+def _roll_back_next(session: Session, job: DeploymentJobRow) -> None:
+    """Leave a failed wave's rollback to the next claim (any worker's, at once): each step of a
+    rollout is on record before the next begins."""
+    job.lease_token = None
+    job.lease_expires_at = None
+    job.wave_attempts = 0
+
+
+def _roll_back(db: Database, settings: Settings, claim: Claim) -> None:
+    """Send each agent the job changed what it ran before, and end the job rolled back."""
+    outcome = _deploy(db, settings, claim) if claim.agents else {}
+    with db.session(write=True) as session:
+        job = _held(session, claim)
+        if job is None:
+            return
+        done = [
+            row for row in job.agent_rows if row.stable_key in outcome and outcome[row.stable_key] is None
+        ]
+        failures = {key: error for key, error in outcome.items() if error is not None}
+        outcomes.record_rolled_back(session, job, done)
+        rollouts.finish_rollback(session, job, rolled_back=done, failures=failures)
+
+
+def _held(session: Session, claim: Claim) -> DeploymentJobRow | None:
+    """The claim's job, locked, if the claim still holds its lease."""
+    query = select(DeploymentJobRow).where(DeploymentJobRow.id == claim.job_id).with_for_update()
+    job = session.scalar(query)
+    if job is None or job.lease_token != claim.lease_token:
+        logger.warning("Deployment job %s: lease lost; its new holder carries on", claim.job_id)
+        return None
+    return job
+
+
+def _signing_key(session: Session, settings: Settings, environment_id: str) -> str | None:
+    """The environment's signing key, decrypted (None: it has none, or this worker cannot read it)."""
+    row = session.get(DeploymentSigningKeyRow, environment_id)
+    if row is None:
+        return None
+    try:
+        return cipher_for(settings).decrypt(row.ciphertext)
+    except DecryptionFailed:
+        return None
 
 
 def _deploy(db: Database, settings: Settings, claim: Claim) -> Outcome:
@@ -204,7 +317,7 @@ def _deploy_to_webhook(
     reported: Outcome
     try:
         check_outbound_url(url, settings)
-        answer = _post_signed(url, manifest, message_id=claim.job_id, key=key)
+        answer = _post_signed(url, manifest, message_id=claim.message_id, key=key)
     except OutboundRefused as exc:
         reported = dict.fromkeys(sent, f"Webhook URL refused: {exc}")
     except httpx.HTTPError as exc:
@@ -256,93 +369,3 @@ def _results_from(answer: httpx.Response, sent: list[str]) -> Outcome:
                 item.get("error") or f"The target reported status {item.get('status')!r}"
             )[:2000]
     return outcome
-
-
-def _finish(db: Database, claim: Claim, outcome: Outcome) -> None:
-    with db.session(write=True) as session:
-        query = select(DeploymentJobRow).where(DeploymentJobRow.id == claim.job_id).with_for_update()
-        job = session.scalar(query)
-        if job is None or job.status != "running" or job.lease_token != claim.lease_token:
-            logger.warning(
-                "Deployment job %s: lease lost before finishing; its new holder finishes it", claim.job_id
-            )
-            return
-        _end_job(session, job, outcome, message=None)
-
-
-def _end_job(session: Session, job: DeploymentJobRow, outcome: Outcome, *, message: str | None) -> None:
-    """Record each agent's result, the deployed state of those that succeeded, the job's end and events."""
-    replaced: dict[str, tuple[dict[str, Any] | None, dict[str, Any]]] = {}
-    for row in job.agent_rows:
-        row.error = outcome.get(row.stable_key)
-        row.status = "error" if row.error else "complete"
-        if row.error is None:
-            replaced[row.agent_id] = (_record_deployed(session, job, row), row.config)
-    if replaced:
-        running_replaced(session, org_id=job.org_id, environment_id=job.environment_id, replaced=replaced)
-    failed = [row for row in job.agent_rows if row.error]
-    job.status = "complete" if not failed else "error" if len(failed) == len(job.agent_rows) else "partial"
-    job.message = message or _summary(len(job.agent_rows), failed)
-    job.finished_at = utcnow()
-    record_job_end(session, job)
-    job.lease_token = None
-    job.lease_expires_at = None
-    environment = session.get(EnvironmentRow, job.environment_id)
-    where = {
-        "jobId": job.id,
-        "environmentId": job.environment_id,
-        "environmentName": environment.name if environment else None,
-    }
-    agents = [
-        {"stableKey": r.stable_key, "version": r.version, "status": r.status, "error": r.error}
-        for r in job.agent_rows
-    ]
-    record_event(
-        session, org_id=job.org_id, type=f"deployment.{job.status}", payload=where | {"agents": agents}
-    )
-    for row in failed:
-        payload = where | {"stableKey": row.stable_key, "version": row.version, "error": row.error}
-        record_event(session, org_id=job.org_id, type="agent.error", payload=payload)
-    record_job_outcome(session, job=job)
-    metrics.DEPLOYMENT_JOBS_ENDED.labels(state=job.status).inc()
-
-
-def _summary(total: int, failed: list[DeploymentJobAgentRow]) -> str:
-    if not failed:
-        return f"Deployed {total} agent{'s' if total != 1 else ''}"
-    first = failed[0]
-    return f"{len(failed)} of {total} agents failed; {first.stable_key}: {first.error}"[:2000]
-
-
-def _record_deployed(
-    session: Session, job: DeploymentJobRow, row: DeploymentJobAgentRow
-) -> dict[str, Any] | None:
-    """What now runs of the agent in the environment (one row per pair, replaced in place); the
-    config it replaced (None: the agent did not run there)."""
-    query = select(AgentDeploymentRow).where(
-        AgentDeploymentRow.environment_id == job.environment_id, AgentDeploymentRow.agent_id == row.agent_id
-    )
-    deployed = session.scalar(query.with_for_update())
-    previous = deployed.config if deployed is not None else None
-    if deployed is None:
-        deployed = AgentDeploymentRow(
-            org_id=job.org_id, environment_id=job.environment_id, agent_id=row.agent_id
-        )
-        if not insert_unless_taken(session, _fill(deployed, job, row)):
-            deployed = session.scalar(query.with_for_update())
-            previous = deployed.config if deployed is not None else None
-    if deployed is not None:
-        _fill(deployed, job, row)
-    session.flush()
-    return previous
-
-
-def _fill(
-    deployed: AgentDeploymentRow, job: DeploymentJobRow, row: DeploymentJobAgentRow
-) -> AgentDeploymentRow:
-    deployed.version = row.version
-    deployed.config = row.config
-    deployed.config_hash = row.config_hash
-    deployed.job_id = job.id
-    deployed.deployed_at = utcnow()
-    return deployed

@@ -18,7 +18,11 @@ from api.deployments import (
     AgentPreview,
     DeploymentRequest,
     FieldChange,
+    FleetDeploymentRequest,
     PreviewWarning,
+    Rollout,
+    RolloutStrategy,
+    RolloutWave,
 )
 from api.governance import Violation
 from service.agents.models import AgentRow, AgentVersionRow
@@ -173,11 +177,13 @@ def promotion_blocks(
 
 
 def _missing_signing_key(session: Session, environment: EnvironmentRow) -> PreviewWarning | None:
-    if environment.target != "webhook" or session.get(DeploymentSigningKeyRow, environment.id) is not None:
+    signs = environment.target == "webhook" or environment.verification_webhook_url is not None
+    if not signs or session.get(DeploymentSigningKeyRow, environment.id) is not None:
         return None
+    what = "a webhook target" if environment.target == "webhook" else "verified by a webhook"
     return PreviewWarning(
         code="signing_key_missing",
-        message=f"Environment '{environment.name}' is a webhook target without a signing key, so "
+        message=f"Environment '{environment.name}' is {what} without a signing key, so "
         "deployments to it are refused: create one with POST /agents/deployments/signing-key and "
         "configure the receiver with it",
     )
@@ -255,6 +261,7 @@ def create_job(
         change_request=change_request,
         trace_context=tracing.current_traceparent(),
         policy_violations=[v.model_dump(mode="json", by_alias=True) for v in violations] or None,
+        rollout_state=planned_rollout(request.strategy, [plan.agent.stable_key for plan in planned]),
         agent_rows=[
             DeploymentJobAgentRow(
                 agent_id=plan.agent.id,
@@ -262,6 +269,9 @@ def create_job(
                 version=plan.version,
                 config=plan.config,
                 config_hash=plan.config_hash,
+                previous_version=plan.current.version if plan.current else None,
+                previous_config=plan.current.config if plan.current else None,
+                previous_config_hash=plan.current.config_hash if plan.current else None,
             )
             for plan in planned
         ],
@@ -271,8 +281,20 @@ def create_job(
     return job
 
 
+def planned_rollout(strategy: RolloutStrategy | None, stable_keys: list[str]) -> Rollout | None:
+    """The waves of a new job with a strategy (in the order its agents were named); None without one."""
+    if strategy is None:
+        return None
+    size = strategy.wave_count(len(stable_keys))
+    waves = [
+        RolloutWave(index=index, agent_stable_keys=stable_keys[start : start + size])
+        for index, start in enumerate(range(0, len(stable_keys), size))
+    ]
+    return Rollout(strategy=strategy, waves=waves)
+
+
 def create_fleet_job(
-    session: Session, *, org_id: str, org_slug: str, fleet_id: str, environment_id: str, actor: str
+    session: Session, *, org_id: str, fleet_id: str, request: FleetDeploymentRequest, actor: str
 ) -> DeploymentJobRow:
     """A pending job deploying every agent of the fleet (each its latest version)."""
     fleet = get_fleet(session, org_id=org_id, fleet_id=fleet_id)
@@ -280,7 +302,10 @@ def create_fleet_job(
     if not stable_keys:
         raise InvalidInput(f"Fleet '{fleet.name}' has no agents to deploy", field="fleetId")
     request = DeploymentRequest(
-        org_slug=org_slug, environment_id=environment_id, agent_stable_keys=stable_keys
+        org_slug=request.org_slug,
+        environment_id=request.environment_id,
+        agent_stable_keys=stable_keys,
+        strategy=request.strategy,
     )
     return create_job(session, org_id=org_id, request=request, actor=actor, action="fleetDeploy")
 
@@ -355,7 +380,8 @@ def locked_environment(session: Session, *, org_id: str, environment_id: str) ->
 def job_under_way(
     session: Session, *, org_id: str, environment_id: str, stable_keys: Sequence[str]
 ) -> str | None:
-    """A job not yet ended that deploys any of these agents to the environment, if there is one."""
+    """A job not yet ended that deploys any of these agents to the environment, if there is one
+    (an aborted one whose wave under way is not yet on record counts: it still holds its lease)."""
     job, agent = DeploymentJobRow, DeploymentJobAgentRow
     unfinished = [status for status in JOB_STATUSES if status not in FINISHED_JOB_STATUSES]
     return session.scalar(
@@ -364,7 +390,7 @@ def job_under_way(
         .where(
             job.org_id == org_id,
             job.environment_id == environment_id,
-            job.status.in_(unfinished),
+            or_(job.status.in_(unfinished), job.lease_token.is_not(None)),
             agent.stable_key.in_(stable_keys),
         )
         .limit(1)

@@ -84,20 +84,22 @@ def refresh_org(session: Session, *, org_id: str) -> None:
 
 def record_job_outcome(session: Session, *, job: DeploymentJobRow) -> None:
     """After a job ended: each pair takes its agent's result, a failure or a new baseline, then is evaluated."""
-    agent_ids = sorted(row.agent_id for row in job.agent_rows)
+    # Agents never sent (waves a rollout did not reach) keep their state.
+    sent = [row for row in job.agent_rows if row.status != "pending"]
+    agent_ids = sorted(row.agent_id for row in sent)
     locked = select(DeploymentStateRow).where(
         DeploymentStateRow.environment_id == job.environment_id, DeploymentStateRow.agent_id.in_(agent_ids)
     )
     rows = {row.agent_id: row for row in session.scalars(_locked_in_order(locked))}
-    deployed_refs = {ref for r in job.agent_rows if r.error is None for ref in r.config.get("toolRefs") or []}
+    deployed_refs = {ref for r in sent if r.error is None for ref in r.running_config.get("toolRefs") or []}
     hashes = deployed_tool_hashes(session, environment_ids={job.environment_id}, tool_keys=deployed_refs)
-    for result in job.agent_rows:
+    for result in sent:
         row = rows.get(result.agent_id) or _new_state(session, job=job, agent_id=result.agent_id)
         rows[result.agent_id] = row
         row.last_job_id = job.id
         row.error = result.error
         if result.error is None:
-            refs = result.config.get("toolRefs") or []
+            refs = result.running_config.get("toolRefs") or []
             row.tool_hashes = {ref: hashes.get((job.environment_id, ref)) for ref in refs}
     _evaluate(session, list(rows.values()), utcnow())
 

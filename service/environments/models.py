@@ -24,6 +24,8 @@ class EnvironmentRow(Base):
     description: Mapped[str] = mapped_column(String(2000), default="")
     target: Mapped[str] = mapped_column(String(20), default="builtin")
     webhook_url: Mapped[str | None] = mapped_column(String(2000))
+    # Called after each wave of a deployment here, to pass or fail it (service.deployments.rollouts).
+    verification_webhook_url: Mapped[str | None] = mapped_column(String(2000))
     # Deployments here go through change requests needing this many approvals (service.changes).
     protected: Mapped[bool] = mapped_column(default=False)
     required_approvals: Mapped[int] = mapped_column(Integer, default=1)

@@ -32,7 +32,7 @@ def require_review_of_deployment(
 # only through an `environment` change request, whoever calls directly (admins too); its
 # description stays free, and its protection rules are an admin's direct act
 # (service.environments.service.PROTECTION_FIELDS). Every write to an environment consults this.
-PROTECTED_ENVIRONMENT_FIELDS = ("name", "target", "webhook_url")
+PROTECTED_ENVIRONMENT_FIELDS = ("name", "target", "webhook_url", "verification_webhook_url")
 
 
 class Guarded(NamedTuple):
@@ -45,7 +45,7 @@ class Guarded(NamedTuple):
 
 ENVIRONMENT_ACTIONS: Mapping[str, Guarded] = {
     "update": Guarded(
-        "its name, target and webhook URL change",
+        "its name, target, webhook URL and verification webhook URL change",
         'the PATCH body with "action": "update" and "environmentId"',
     ),
     "delete": Guarded("deleting it goes", '{"action": "delete", "environmentId": …}'),

@@ -114,6 +114,9 @@ def update_environment(
             held=role,
             action="Changing promotesFrom, requirePromotion, soakMinutes or production",
         )
+    # An approved change request (`reviewed`) carries a verification webhook its approvers saw.
+    if "verification_webhook_url" in changes and not reviewed and not role_at_least(role, "admin"):
+        raise InsufficientRole(needed="admin", held=role, action="Changing verificationWebhookUrl")
     environment = get_environment(session, org_id=org_id, environment_id=environment_id)
     if changes.get("promotes_from") is not None:
         check_promotion_path(session, environment=environment, promotes_from=changes["promotes_from"])

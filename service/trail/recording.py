@@ -108,6 +108,15 @@ def record_applied(
     _append(session, org_id, None, who, action, result, changes, request_id, change_request=change_request)
 
 
+def record_by_worker(
+    session: Session, *, org_id: str, action: str, result: Any, changes: dict[str, Any]
+) -> None:
+    """Add the event of a change the background worker made of its own accord (a rollout it
+    stopped or rolled back), with the worker as its actor (`via` `worker`, no key or member)."""
+    who = {"actor_key_name": "worker", "actor_via": "worker"}
+    _append(session, org_id, None, who, action, result, changes, None)
+
+
 def _append(
     session: Session,
     org_id: str,

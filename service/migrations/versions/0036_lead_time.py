@@ -15,7 +15,7 @@ import service.storage.db
 from service.deployments.rollups import count_arrivals
 
 revision = "0036_lead_time"
-down_revision = "0034_promotion"
+down_revision = "0035_rollouts"
 branch_labels = None
 depends_on = None
 
