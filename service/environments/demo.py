@@ -1,4 +1,5 @@
-"""Demo environments and secrets: four builtin targets (so the demo works offline), a few secrets."""
+"""Demo environments and secrets: four builtin targets (so the demo works offline) on two promotion
+paths (development → staging → production and eu-production), a few secrets."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ DEMO_ENVIRONMENTS = {
     "production": "Customer-facing agents in the US region.",
     "eu-production": "Customer-facing agents in the EU region; data stays in Frankfurt.",
 }
+# Each environment's promotion source; the last ones on the paths are production.
+DEMO_PROMOTION_PATHS = {"staging": "development", "production": "staging", "eu-production": "staging"}
+DEMO_PRODUCTION = ("production", "eu-production")
 # Placeholder values: real secrets never belong in code, demo or not.
 ORG_WIDE_SECRETS = {
     "OPENAI_API_KEY": "demo-openai-placeholder",
@@ -23,6 +27,11 @@ def seed_environments(client: OrgdeckClient) -> None:
     for name, description in DEMO_ENVIRONMENTS.items():
         if name not in existing:
             existing[name] = client.environments.create(name, description=description)
+    for name, source in DEMO_PROMOTION_PATHS.items():
+        if existing[name].promotes_from is None:
+            client.environments.update(
+                existing[name].id, promotes_from=existing[source].id, production=name in DEMO_PRODUCTION
+            )
     stored = {(s.name, s.environment_id) for s in client.environments.secrets.list(limit=1000).items}
     wanted = [(name, None, value) for name, value in ORG_WIDE_SECRETS.items()]
     wanted += [
