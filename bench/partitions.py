@@ -258,7 +258,11 @@ def months(first: datetime, last: datetime) -> Iterator[datetime]:
     month = first.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
     while month <= last:
         yield month
-        month = (month + timedelta(days=32)).replace(day=1)
+        month = next_month(month)
+
+
+def next_month(month: datetime) -> datetime:
+    return (month + timedelta(days=32)).replace(day=1)
 
 
 def partition_name(month: datetime) -> str:
@@ -348,9 +352,9 @@ def drop_oldest_month(db: Database, log: Log) -> Drop:
     month = next(
         month
         for month in months(log.now - timedelta(days=DAYS), log.now)
-        if count_logs(db, log.org_id, first_id_at("log", (month + timedelta(days=32)).replace(day=1)))
+        if count_logs(db, log.org_id, first_id_at("log", next_month(month)))
     )
-    following = (month + timedelta(days=32)).replace(day=1)
+    following = next_month(month)
     before, in_month = count_logs(db, log.org_id), count_logs(db, log.org_id, first_id_at("log", following))
     name = partition_name(month)
     started = time.perf_counter()
