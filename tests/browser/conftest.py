@@ -138,10 +138,12 @@ def grid_cells(page, timeout_ms: int = 30_000) -> list[str]:
     """The texts of the page's dataframe cells, once they have stopped changing.
 
     Dataframes are drawn on a canvas; the grid keeps an accessible copy of its cells in the DOM.
-    Streamlit fills a page in several deltas, so the first cell to appear does not mean the last has.
+    Streamlit fills a page in several deltas, so the first cell to appear does not mean the last has,
+    nor does a quiet moment while the page still runs (a busy machine): the page settles first.
     """
     cells = page.locator("[data-testid=stDataFrame] [role=gridcell]")
     cells.first.wait_for(state="attached", timeout=timeout_ms)
+    settle(page)
     previous: list[str] = []
     unchanged = 0
     for _ in range(timeout_ms // 250):

@@ -14,7 +14,13 @@ from tests.browser.conftest import open_page
 
 pytestmark = pytest.mark.browser
 
-TILES = ("Deployment frequency", "Change failure rate", "Median job duration", "Median time to restore")
+TILES = (
+    "Deployment frequency",
+    "Median lead time",
+    "Change failure rate",
+    "Median job duration",
+    "Median time to restore",
+)
 
 
 def wait_for_demo_jobs(db: Database, timeout: float = 60) -> None:
@@ -48,5 +54,5 @@ def test_overview_draws_the_metrics_heatmaps_and_status_matrix(page, console_url
     for state in ("In sync", "Drifted", "Stale", "Error", "Not deployed"):
         assert page.locator(".js-plotly-plot .legendtext", has_text=state).count() == 1
     assert page.get_by_text("Stale **2**").count() == 0  # markdown rendered, not shown raw
-    assert page.locator("[data-testid=stMetric]").count() == 4
+    assert page.locator("[data-testid=stMetric]").count() == len(TILES)
     assert page.locator("[data-testid=stException]").count() == 0
