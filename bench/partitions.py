@@ -227,15 +227,16 @@ def prune(db: Database, log: Log, cutoff: datetime) -> Prune:
     """What is older than `cutoff`, pruned as the worker prunes: batches, each its own transaction."""
     cutoff_id = first_id_at("log", cutoff)
     expected = count_logs(db, log.org_id, cutoff_id)
-    longest, deleted, began = 0.0, 0, time.perf_counter()
+    longest, deleted, began, after = 0.0, 0, time.perf_counter(), ""
     while True:
         started = time.perf_counter()
         with db.session(write=True) as session:
-            batch = session.execute(LOGS.batch(cutoff_id, BATCH)).rowcount
+            keys = LOGS.prune_batch(session, cutoff_id, BATCH, after)
         longest = max(longest, time.perf_counter() - started)
-        deleted += batch
-        if batch < BATCH:
+        deleted += len(keys)
+        if len(keys) < BATCH:
             break
+        after = max(keys)
     total = time.perf_counter() - began
     check("pruned", deleted, expected)
     check("left older than the cutoff", count_logs(db, log.org_id, cutoff_id), 0)

@@ -67,15 +67,16 @@ def seed(db: Database, org_id: str) -> str:
 
 def batched(db: Database, cutoff_id: str) -> tuple[float, float, int]:
     """Total seconds, longest transaction and rows deleted, pruned as the worker does."""
-    longest, deleted, began = 0.0, 0, time.perf_counter()
+    longest, deleted, began, after = 0.0, 0, time.perf_counter(), ""
     while True:
         started = time.perf_counter()
         with db.session(write=True) as session:
-            count = session.execute(LOGS.batch(cutoff_id, BATCH)).rowcount
+            keys = LOGS.prune_batch(session, cutoff_id, BATCH, after)
         longest = max(longest, time.perf_counter() - started)
-        deleted += count
-        if count < BATCH:
+        deleted += len(keys)
+        if len(keys) < BATCH:
             return time.perf_counter() - began, longest, deleted
+        after = max(keys)
 
 
 def at_once(db: Database, cutoff_id: str) -> tuple[float, float, int]:

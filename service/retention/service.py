@@ -53,11 +53,21 @@ class Kind:
     key: InstrumentedAttribute[str]
     conditions: Callable[[], tuple[ColumnElement[bool], ...]] = tuple
 
-    def oldest(self, cutoff_id: str, size: int) -> Select[tuple[str]]:
-        return select(self.key).where(self.key < cutoff_id, *self.conditions()).order_by(self.key).limit(size)
+    def oldest(self, cutoff_id: str, size: int, after: str = "") -> Select[tuple[str]]:
+        prunable = (self.key >= after, self.key < cutoff_id, *self.conditions())
+        return select(self.key).where(*prunable).order_by(self.key).limit(size)
 
-    def batch(self, cutoff_id: str, size: int) -> Delete:
-        return delete(self.model).where(self.key.in_(self.oldest(cutoff_id, size).scalar_subquery()))
+    def batch(self, cutoff_id: str, size: int, after: str = "") -> Delete:
+        """The oldest `size` prunable rows from `after` on, deleted, answering their keys. A batch
+        starts where the one before it ended: from the table's start, each would walk again over
+        the index entries every earlier batch left dead (PostgreSQL keeps them until a vacuum),
+        which at 10,000,000 rows made the last batches of a large prune take seconds."""
+        doomed = self.oldest(cutoff_id, size, after).scalar_subquery()
+        return delete(self.model).where(self.key.in_(doomed)).returning(self.key)
+
+    def prune_batch(self, session: Session, cutoff_id: str, size: int, after: str = "") -> list[str]:
+        """Prune one batch; the keys it deleted (a batch of fewer than `size` is the last)."""
+        return list(session.scalars(self.batch(cutoff_id, size, after)))
 
 
 def _finished_delivery() -> tuple[ColumnElement[bool], ...]:
@@ -178,22 +188,24 @@ def prune_pass(db: Database, settings: Settings) -> Pass:
 
 
 def _prune_kind(db: Database, kind: Kind, cutoff_id: str, size: int) -> tuple[int, bool]:
-    pruned = 0
+    pruned, after = 0, ""
     for _ in range(MAX_BATCHES_PER_ROUND):
         # A read first: an idle worker must not take SQLite's write lock every round.
         with db.session() as session:
-            if not _has_any(session, kind, cutoff_id):
+            if not _has_any(session, kind, cutoff_id, after):
                 return pruned, False
         with db.session(write=True) as session:
-            deleted = session.execute(kind.batch(cutoff_id, size)).rowcount
-        pruned += deleted
-        if deleted < size:
+            deleted = kind.prune_batch(session, cutoff_id, size, after)
+        pruned += len(deleted)
+        if len(deleted) < size:
             return pruned, False
+        # Not past it: a key may be shared (a job's agents), and the batch may have ended inside it.
+        after = max(deleted)
     return pruned, True
 
 
-def _has_any(session: Session, kind: Kind, cutoff_id: str) -> bool:
-    return session.execute(kind.oldest(cutoff_id, 1)).first() is not None
+def _has_any(session: Session, kind: Kind, cutoff_id: str, after: str) -> bool:
+    return session.execute(kind.oldest(cutoff_id, 1, after)).first() is not None
 
 
 def _report_unexported(db: Database, days: float) -> None:
