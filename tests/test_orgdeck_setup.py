@@ -156,6 +156,36 @@ def test_environments_and_signing_keys(orgdeck, api, org):
     listed = orgdeck.json("environments", "list", "--target", "webhook")
     assert [item["name"] for item in listed["items"]] == ["qa"]
     assert "qa" in orgdeck("environments", "list").stdout
+    production = orgdeck.json("environments", "create", "production")
+    gated = orgdeck.json(
+        "environments",
+        "update",
+        "production",
+        "--promotes-from",
+        "qa",
+        "--require-promotion",
+        "--soak-minutes",
+        "30",
+        "--production",
+        "--verification-webhook-url",
+        "https://verify.example.com/wave",
+    )
+    assert (gated["promotesFrom"], gated["requirePromotion"], gated["soakMinutes"], gated["production"]) == (
+        created["id"],
+        True,
+        30,
+        True,
+    )
+    assert gated["verificationWebhookUrl"] == "https://verify.example.com/wave"
+    cleared = orgdeck.json(
+        "environments", "update", production["id"], "--promotes-from", "", "--verification-webhook-url", ""
+    )
+    assert (cleared["promotesFrom"], cleared["verificationWebhookUrl"]) == (None, None)
+    failed(
+        orgdeck("environments", "update", "production", "--promotes-from", "nowhere", "--json"),
+        4,
+        "not_found",
+    )
     orgdeck.json("environments", "create", "scratch")
     assert "Deleted environment scratch" in orgdeck("environments", "delete", "scratch").stdout
     failed(orgdeck("environments", "delete", "scratch", "--json"), 4, "not_found")

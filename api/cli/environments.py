@@ -84,13 +84,27 @@ def get(client: OrgdeckClient, environment: str, as_json: bool) -> None:
 
 
 @group.command(
-    epilog="\b\nExample:\n  orgdeck environments update production --protected --required-approvals 2"
+    epilog="\b\nExamples:\n  orgdeck environments update production --protected --required-approvals 2"
+    "\n  orgdeck environments update production --promotes-from staging --require-promotion --soak-minutes 60"
 )
 @click.argument("environment", metavar="ENV")
 @click.option("--name", metavar="NAME", help="A new name.")
 @target_options
 @click.option("--protected/--unprotected", default=None, help="Deploy here only through change requests.")
 @click.option("--required-approvals", type=click.IntRange(1), metavar="N", help="Approvals a change needs.")
+@click.option(
+    "--verification-webhook-url",
+    metavar="URL",
+    help="Called after each wave of a rollout here ('' clears it).",
+)
+@click.option("--promotes-from", metavar="ENV", help="The environment this one promotes from ('' clears it).")
+@click.option(
+    "--require-promotion/--no-require-promotion",
+    default=None,
+    help="A version must have run in the environment promoted from first.",
+)
+@click.option("--soak-minutes", type=click.IntRange(0), metavar="N", help="How long it must have run there.")
+@click.option("--production/--not-production", default=None, help="Counts as production (lead time).")
 @json_option
 @with_client
 def update(
@@ -102,9 +116,15 @@ def update(
     webhook_url: str | None,
     protected: bool | None,
     required_approvals: int | None,
+    verification_webhook_url: str | None,
+    promotes_from: str | None,
+    require_promotion: bool | None,
+    soak_minutes: int | None,
+    production: bool | None,
     as_json: bool,
 ) -> None:
     """Change ENV's settings; what is left out stays."""
+    source = resolve_environment(client, promotes_from).id if promotes_from else promotes_from
     updated = client.environments.update(
         resolve_environment(client, environment).id,
         name=name,
@@ -113,6 +133,11 @@ def update(
         webhook_url=webhook_url,
         protected=protected,
         required_approvals=required_approvals,
+        verification_webhook_url=verification_webhook_url,
+        promotes_from=source,
+        require_promotion=require_promotion,
+        soak_minutes=soak_minutes,
+        production=production,
     )
     print_done(updated, as_json, f"Updated environment {updated.name} ({updated.id})")
 
