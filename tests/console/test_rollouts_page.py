@@ -215,6 +215,7 @@ def test_an_admin_sets_the_rollout_and_promotion_settings(console, server, org):
     click(app, "Save rollouts and promotion")
     errors = " ".join(e.value for e in app.error)
     assert "Promotes from: promotesFrom would make a loop" in errors
+    assert "Could not save" not in errors
     with org_client(server, org) as orgdeck:
         unchanged = orgdeck.environments.get(staging.id)
     assert (unchanged.promotes_from, unchanged.production) == (None, False)
@@ -237,7 +238,10 @@ def test_a_protected_environments_verification_webhook_goes_through_review(conso
     app = console(ENVIRONMENTS)
     app.text_input(key=f"edit_verification_url_{production.id}").input("http://127.0.0.1:9/verify")
     click(app, "Save rollouts and promotion")
-    assert "only through review" in " ".join(e.value for e in app.error)
+    errors = " ".join(e.value for e in app.error)
+    # beside the field, in its label's words, as the webhook URL's refusal is
+    assert "Verification webhook URL: " in errors and "only through review" in errors
+    assert "Could not save" not in errors
     with org_client(server, org) as orgdeck:
         assert orgdeck.environments.get(production.id).verification_webhook_url is None
 
