@@ -19,6 +19,7 @@ from api.deployments import (
     RolloutStrategy,
     WaveVerification,
 )
+from components.charts import BLUE_GREY, LIGHT, RED, STATUS_COLOURS
 from components.confirm import confirmed
 from components.connection import client
 from components.deployments.tables import coloured
@@ -30,6 +31,8 @@ ON_FAILURE_WORDS = {"stop": "stop", "rollback": "roll back"}
 COUNT, PERCENT = "Agents", "Percent"
 CURRENT = "▶"
 PAUSABLE = ("pending", "running")
+# A wave's statuses beyond a job's: one being checked, one that failed, one never started.
+WAVE_COLOURS = STATUS_COLOURS | {"verifying": BLUE_GREY, "failed": RED, "skipped": LIGHT}
 TIME = "%H:%M:%S"
 # What was done to the job, for the message after the action.
 DONE = {"pause": "Paused", "resume": "Resumed", "abort": "Aborted"}
@@ -44,7 +47,7 @@ def strategy_words(strategy: RolloutStrategy) -> str:
 
 
 def split_words(strategy: RolloutStrategy, agents: int) -> str:
-    """`3 waves: 2 · 2 · 1 agents`: how `agents` agents would be split."""
+    """`3 wave(s): 2 · 2 · 1 agent(s)`: how `agents` agents would be split."""
     per_wave = max(1, strategy.wave_count(agents))
     sizes = [min(per_wave, agents - start) for start in range(0, agents, per_wave)]
     return f"{len(sizes)} wave(s): {' · '.join(map(str, sizes))} agent(s)"
@@ -53,7 +56,7 @@ def split_words(strategy: RolloutStrategy, agents: int) -> str:
 def waves_frame(job: DeploymentJob) -> pd.DataFrame:
     rollout = job.rollout
     assert rollout is not None
-    under_way = job.status in ("pending", "running", "paused")
+    under_way = job.status in ABORTABLE_JOB_STATUSES
     return pd.DataFrame(
         [
             {
@@ -61,8 +64,8 @@ def waves_frame(job: DeploymentJob) -> pd.DataFrame:
                 "Wave": wave.index + 1,
                 "Agents": ", ".join(wave.agent_stable_keys),
                 "Status": wave.status,
-                "Started": wave.started_at.strftime(TIME) if wave.started_at else "",
-                "Finished": wave.finished_at.strftime(TIME) if wave.finished_at else "",
+                "Started (UTC)": wave.started_at.strftime(TIME) if wave.started_at else "",
+                "Finished (UTC)": wave.finished_at.strftime(TIME) if wave.finished_at else "",
                 "Verification": verification_words(wave.verification),
             }
             for wave in rollout.waves
@@ -97,7 +100,7 @@ def rollout_panel(job: DeploymentJob, after_action: Callable[[DeploymentJob], No
     assert rollout is not None
     st.markdown(f"**Rollout:** {strategy_words(rollout.strategy)}")
     rollout_state(job)
-    st.dataframe(coloured(waves_frame(job), "Status"), hide_index=True, width="stretch")
+    st.dataframe(coloured(waves_frame(job), "Status", WAVE_COLOURS), hide_index=True, width="stretch")
     with st.container(horizontal=True):
         pausable = job.status in PAUSABLE
         if st.button(
