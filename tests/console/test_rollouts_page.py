@@ -262,4 +262,5 @@ def test_only_an_admin_changes_the_rollout_and_promotion_settings(server, org, m
         app.toggle(key=f"edit_production_{key}"),
     ):
         assert widget.disabled and widget.help == refusal
-    assert app.text_input(key=f"edit_verification_url_{key}").disabled
+    url = app.text_input(key=f"edit_verification_url_{key}")
+    assert url.disabled and url.help == refusal
