@@ -20,6 +20,7 @@ from tests.test_deployments import versioned_agent, wait_for_end
 ENVIRONMENTS = "pages/environments.py"
 # Long enough that the job waits between waves for as long as a test takes.
 SLOW = {"waveSize": 1, "pauseSeconds": 600}
+AGENTS = ("alpha", "beta", "gamma", "delta", "epsilon")
 
 
 def wait_for_job(
@@ -127,19 +128,23 @@ def test_the_rollout_controls_name_the_role_they_need(server, org, role, monkeyp
 def test_deploy_passes_the_strategy_and_the_followed_job_stops_while_paused(console, server, org):
     with org_client(server, org) as orgdeck:
         orgdeck.environments.create("staging")
-        for key in ("alpha", "beta", "gamma"):
+        for key in AGENTS:
             versioned_agent(orgdeck, key)
     app = open_tab(console(PAGE), "Deploy")
     assert not app.toggle  # one agent, or none: no waves to choose
-    app.multiselect(key="deploy_agents").select("alpha").select("beta").select("gamma").run()
+    chooser = app.multiselect(key="deploy_agents")
+    for key in AGENTS:
+        chooser.select(key)
+    chooser.run()
     app.toggle(key="deploy_waves").set_value(True).run()
     app.number_input(key="deploy_wave_size_Agents").set_value(2).run()
     app.number_input(key="deploy_pause_seconds").set_value(600).run()
     app.radio(key="deploy_on_failure").set_value("rollback").run()
-    assert "waves of 2 · 10 min apart · on failure roll back → 2 wave(s): 2 · 1 agent(s)" in texts(app)
+    assert "waves of 2 · 10 min apart · on failure roll back → 3 wave(s): 2 · 2 · 1 agent(s)" in texts(app)
     click(app, "Preview changes")
-    assert "In waves: waves of 2 · 10 min apart · on failure roll back → 2 wave(s): 2 · 1 agent(s)" in texts(
-        app
+    assert (
+        "In waves: waves of 2 · 10 min apart · on failure roll back → 3 wave(s): 2 · 2 · 1 agent(s)"
+        in texts(app)
     )
     click(app, "Deploy to staging")
     with org_client(server, org) as orgdeck:
@@ -147,16 +152,21 @@ def test_deploy_passes_the_strategy_and_the_followed_job_stops_while_paused(cons
         assert job.rollout is not None
         strategy = job.rollout.strategy
         assert (strategy.wave_size, strategy.pause_seconds, strategy.on_failure) == (2, 600, "rollback")
-        assert [wave.agent_stable_keys for wave in job.rollout.waves] == [["alpha", "beta"], ["gamma"]]
+        assert [wave.agent_stable_keys for wave in job.rollout.waves] == [
+            ["alpha", "beta"],
+            ["gamma", "delta"],
+            ["epsilon"],
+        ]
         wait_for_job(orgdeck, job.id, lambda j: j.rollout.current_wave == 1, "wave 1 done")
     app.run()
     click(app, "Pause")
     assert "Paused by admin — resume to continue." in texts(app)
     assert "deploy_following" not in app.session_state  # a paused job is not polled
-    click(app, "Resume")
+    click(app, "Resume")  # wave 2 runs, then the job waits ten minutes before wave 3
     assert app.session_state["deploy_following"] == job.id  # moving again: polled again
     with org_client(server, org) as orgdeck:
-        wait_for_job(orgdeck, job.id, lambda j: j.status == "complete", "the rollout complete")
+        wait_for_job(orgdeck, job.id, lambda j: j.rollout.current_wave == 2, "wave 2 done")
+        assert orgdeck.deployments.abort(job.id).status == "aborted"
     app.run()
     assert not app.exception, app.exception
     assert "deploy_following" not in app.session_state  # ended: polling stops
