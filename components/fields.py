@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from api.agents import MAX_PROMPT_REFERENCES, MAX_TAGS
 from api.common import DESCRIPTION_MAX_LENGTH, JSON_OBJECT_MAX_BYTES, NAME_MAX_LENGTH, ErrorDetail
-from api.environments import SECRET_VALUE_MAX_BYTES, WEBHOOK_URL_MAX_LENGTH
+from api.environments import MAX_SOAK_MINUTES, SECRET_VALUE_MAX_BYTES, WEBHOOK_URL_MAX_LENGTH
 from api.governance import INSTRUCTIONS_MAX_LENGTH, RULE_TEXT_MAX_LENGTH
 from api.registries import MAX_CONTENT_BYTES
 
@@ -68,6 +68,19 @@ RULES: dict[str, FieldRule] = {
         "needed for a webhook target",
         "https://deploy.example.com/orgdeck",
         WEBHOOK_URL_MAX_LENGTH,
+    ),
+    "environment.verificationWebhookUrl": FieldRule(
+        "Verification webhook URL",
+        f"an absolute http:// or https:// address, at most {WEBHOOK_URL_MAX_LENGTH:,} characters, called "
+        "after each wave of a deployment here to pass or fail it; empty for none",
+        "https://checks.example.com/orgdeck",
+        WEBHOOK_URL_MAX_LENGTH,
+    ),
+    "environment.promotesFrom": FieldRule(
+        "Promotes from", "another environment of the organization, with no loop back to this one"
+    ),
+    "environment.soakMinutes": FieldRule(
+        "Soak minutes", f"a whole number of minutes from 0 to {MAX_SOAK_MINUTES:,}"
     ),
     "secret.name": FieldRule(
         "Secret name",

@@ -89,7 +89,8 @@ class FormFields:
         # kept whole and marked too long instead, for the person to shorten; the help says the limit.
         limit = kwargs.pop("max_chars", found.max_chars)
         kwargs.setdefault("help", found.help)
-        if limit is not None and f"{limit:,}" not in kwargs["help"]:
+        # A disabled field's help is why it is disabled: its limit would only blur that.
+        if limit is not None and not kwargs.get("disabled") and f"{limit:,}" not in kwargs["help"]:
             kwargs["help"] += f" At most {limit:,} characters."
         if found.example is not None and "placeholder" not in kwargs:
             kwargs["placeholder"] = f"e.g. {found.example}"

@@ -1,5 +1,6 @@
-"""The Deploy tab: choose an environment and agents (or a fleet) with optional overrides, preview
-what would change, deploy exactly that, and follow the job live to its end."""
+"""The Deploy tab: choose an environment and agents (or a fleet) with optional overrides and, for
+more than one agent, waves; preview what would change, deploy exactly that, and follow the job live
+to its end (or until its rollout is paused)."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import streamlit as st
 from api import ApiError
 from api.agents import Agent
 from api.common import MAX_PAGE_SIZE
-from api.deployments import FINISHED_JOB_STATUSES
+from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob
 from api.environments import Environment
 from components import layout
 from components.connection import client
 from components.deployments.jobs import job_card
 from components.deployments.preview import FOLLOWING, PREVIEW, WATCHED, show_preview
+from components.deployments.rollout import strategy_form
 from components.deployments.tabs import open_jobs
 from components.feedback import load, show_error
 from components.forms import FormFields, InvalidField, json_object
@@ -85,11 +87,19 @@ def follow(job_id: str, environment_names: dict[str, str]) -> None:
         st.session_state.pop(FOLLOWING, None)
         show_error(error, "follow the deployment")
         return
-    job_card(job, environment_names.get(job.environment_id, job.environment_id))
-    if job.status in FINISHED_JOB_STATUSES and st.session_state.get(FOLLOWING) == job_id:
+    job_card(job, environment_names.get(job.environment_id, job.environment_id), after_action=refollow)
+    # A paused rollout waits for a person: polling stops until Resume (or Abort) moves it on.
+    stopped = job.status in FINISHED_JOB_STATUSES or job.status == "paused"
+    if stopped and st.session_state.get(FOLLOWING) == job_id:
         # A full run redraws the fragment without its timer: polling stops with the job.
         st.session_state.pop(FOLLOWING)
         st.rerun()
+
+
+def refollow(job: DeploymentJob) -> None:
+    """After Pause, Resume or Abort on the followed job: poll again while it still moves."""
+    if job.status not in FINISHED_JOB_STATUSES and job.status != "paused":
+        st.session_state[FOLLOWING] = job.id
 
 
 def watched_job(environment_names: dict[str, str]) -> None:
@@ -154,6 +164,10 @@ def deploy_tab(environments: list[Environment]) -> None:
         chosen = []
     fields.slot("agentStableKeys")
     typed = overrides(fields, [tool.tool_key for tool in tools])
+    # Waves mean something only for more than one agent: a fleet, or several chosen.
+    fleet_size = next((fleet.agent_count for fleet in fleets if fleet.id == fleet_id), 0)
+    if fleet_id is not None or len(chosen) > 1:
+        typed["strategy"] = strategy_form("deploy", fleet_size if fleet_id is not None else len(chosen))
     if st.button("Preview changes", icon=":material/difference:", key="deploy_preview_button"):
         ask_preview(fields, environment_id, chosen, fleet_id, typed)
     stored = st.session_state.get(PREVIEW)
@@ -186,7 +200,8 @@ def ask_preview(
             "agent_versions": parse_versions(typed["agent_versions"]),
             "agent_provider_config": parse_config(typed["agent_provider_config"]),
         }
-        preview = client().deployments.preview(**request)
+        # The preview shows what changes, not how: the strategy goes with the deployment only.
+        preview = client().deployments.preview(**{k: v for k, v in request.items() if k != "strategy"})
     except (InvalidField, ApiError) as error:
         fields.show(error, "preview the deployment")
     else:

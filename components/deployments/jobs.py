@@ -1,9 +1,10 @@
 """The Jobs tab: deployment jobs filtered by status, environment and day, newest first, and the
-card of the job picked (its state, progress and per-agent results), which the Deploy tab also
+card of the job picked (its state, progress, waves and per-agent results), which the Deploy tab also
 shows for the job it follows."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, date, datetime
 
 import pandas as pd
@@ -13,6 +14,7 @@ from api.deployments import FINISHED_JOB_STATUSES, JOB_STATUSES, DeploymentJob
 from components import layout
 from components.changes.provenance import made_by_request
 from components.connection import client
+from components.deployments.rollout import rollout_panel
 from components.deployments.tables import coloured, version
 from components.deployments.tabs import ALL, BOUND, JOBS_DAYS, JOBS_ENVIRONMENT, JOBS_STATUS, JOBS_TABLE
 from components.feedback import load, plain
@@ -57,8 +59,11 @@ def results_table(job: DeploymentJob) -> None:
     st.dataframe(coloured(frame, "Result"), hide_index=True, width="stretch")
 
 
-def job_card(job: DeploymentJob, environment_name: str) -> None:
-    """A job's state, progress and per-agent results."""
+def job_card(
+    job: DeploymentJob, environment_name: str, after_action: Callable[[DeploymentJob], None] | None = None
+) -> None:
+    """A job's state, progress, waves (with their controls; `after_action` is told of the job a
+    control changed) and per-agent results."""
     done = sum(agent.status != "pending" for agent in job.agents)
     failed = sum(agent.status == "error" for agent in job.agents)
     head_col, badge_col = st.columns([5, 1], vertical_alignment="center")
@@ -77,6 +82,8 @@ def job_card(job: DeploymentJob, environment_name: str) -> None:
     )
     if job.change_request is not None:
         made_by_request(job.change_request)
+    if job.rollout is not None:
+        rollout_panel(job, after_action)
     results_table(job)
 
 

@@ -10,9 +10,10 @@ import pandas as pd
 import streamlit as st
 
 from api import ApiError
-from api.deployments import DeploymentPreview, DeploymentRequest
+from api.deployments import DeploymentPreview, DeploymentRequest, RolloutStrategy
 from api.resource import body
 from components.connection import client, current
+from components.deployments.rollout import split_words, strategy_words
 from components.deployments.tables import coloured, shown
 from components.feedback import notify, plain, show_error
 from components.governance.violations import agent_violations, is_refusal, show_refusal
@@ -47,6 +48,10 @@ def preview_table(preview: DeploymentPreview) -> None:
                 }
             )
     st.dataframe(coloured(pd.DataFrame(rows), "Change", whole_row=True), hide_index=True, width="stretch")
+
+
+def strategy_caption(strategy: RolloutStrategy, agents: int) -> None:
+    st.caption(f":material/waves: In waves: {strategy_words(strategy)} → {split_words(strategy, agents)}")
 
 
 def preview_warnings(preview: DeploymentPreview, environment_name: str) -> bool:
@@ -139,6 +144,8 @@ def show_preview(stored: dict[str, Any], environment_name: str, *, protected: bo
     summary = ", ".join(f"{counts[s]} {s}" for s in ("added", "changed", "unchanged") if counts[s])
     st.markdown(f"#### Preview: {len(preview.agents)} agent(s) to **{plain(environment_name)}** ({summary})")
     preview_table(preview)
+    if request.get("strategy") is not None:
+        strategy_caption(request["strategy"], len(preview.agents))
     blocked = preview_warnings(preview, environment_name)
     denied = agent_violations(preview.violations)
     if not preview.has_changes:

@@ -16,6 +16,7 @@ from api.deployments import (
     PromotionAgent,
     PromotionEnvironment,
     PromotionView,
+    RolloutStrategy,
     RunningVersion,
     WaitingPromotion,
 )
@@ -23,6 +24,7 @@ from api.resource import body
 from components.changes.waiting import REQUEST_QUERY
 from components.connection import client, current
 from components.deployments.preview import preview_table, preview_warnings
+from components.deployments.rollout import strategy_form
 from components.feedback import attempt, notify, plain, show_error
 from components.formatting import ago
 from components.governance.violations import agent_violations, is_refusal, show_refusal
@@ -98,12 +100,12 @@ def empty_state() -> None:
     st.info(
         "**No promotion paths yet.** A path runs from one environment to the next: production "
         "*promotes from* staging, so that what ran in staging, and only that, goes on to production. "
-        "An admin sets it on the later environment: `promotesFrom` (the earlier one's id), with "
-        "`requirePromotion` and `soakMinutes` to hold versions until they ran there long enough, "
-        "with `PATCH /environments/{environmentId}` (or the Python client's `environments.update`).",
+        "An admin sets it on the later environment, under **Rollouts and promotion** in its settings "
+        "on the Environments page: *Promotes from*, with *Require promotion* and *Soak minutes* to "
+        "hold versions until they ran there long enough.",
         icon=":material/route:",
     )
-    st.page_link(ENVIRONMENTS_PAGE, label="See the environments and their ids", icon=":material/dns:")
+    st.page_link(ENVIRONMENTS_PAGE, label="Set a promotion path", icon=":material/dns:")
 
 
 def promotion_tab() -> None:
@@ -197,16 +199,24 @@ def show_promotion(stored: dict[str, Any], target: PromotionEnvironment, names: 
         preview_table(preview)
         blocked = preview_warnings(preview, target.name)
         denied = agent_violations(preview.violations)
+        strategy = strategy_form("promotion", len(preview.agents)) if len(preview.agents) > 1 else None
         if target.protected:
-            request_promotion(stored, target)
+            request_promotion(stored, target, strategy)
         else:
-            promote(stored, target, blocked=blocked, denied=denied)
+            promote(stored, target, strategy, blocked=blocked, denied=denied)
         if st.button("Discard preview", key="promotion_discard"):
             st.session_state.pop(PROMOTION_PREVIEW, None)
             st.rerun()
 
 
-def promote(stored: dict[str, Any], target: PromotionEnvironment, *, blocked: bool, denied: bool) -> None:
+def promote(
+    stored: dict[str, Any],
+    target: PromotionEnvironment,
+    strategy: RolloutStrategy | None,
+    *,
+    blocked: bool,
+    denied: bool,
+) -> None:
     why = (
         "A deny policy refuses this promotion: see the violations above."
         if denied
@@ -222,7 +232,9 @@ def promote(stored: dict[str, Any], target: PromotionEnvironment, *, blocked: bo
         **control("promote", disabled=blocked or denied, help=why),
     ):
         try:
-            job = client().deployments.promote(stored["from"], target.id, sorted(stored["versions"]))
+            job = client().deployments.promote(
+                stored["from"], target.id, sorted(stored["versions"]), strategy=strategy
+            )
         except ApiError as error:
             if is_refusal(error):
                 show_refusal(error, "promote")
@@ -236,7 +248,9 @@ def promote(stored: dict[str, Any], target: PromotionEnvironment, *, blocked: bo
             )
 
 
-def request_promotion(stored: dict[str, Any], target: PromotionEnvironment) -> None:
+def request_promotion(
+    stored: dict[str, Any], target: PromotionEnvironment, strategy: RolloutStrategy | None
+) -> None:
     """A protected target: the previewed promotion opened as a change request, pinned to the
     versions previewed, that runs once other members approve it."""
     st.info(
@@ -264,6 +278,7 @@ def request_promotion(stored: dict[str, Any], target: PromotionEnvironment) -> N
             agent_stable_keys=sorted(stored["versions"]),
             agent_versions=stored["versions"],
             promoted_from=stored["from"],
+            strategy=strategy,
         )
         try:
             opened = client().change_requests.open("deployment", payload, reason.strip())

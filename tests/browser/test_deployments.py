@@ -7,10 +7,14 @@ import time
 import pytest
 from sqlalchemy import func, select
 
+from api import OrgdeckClient
 from service.deployments.models import DeploymentJobRow
 from service.orgs.models import OrganizationRow
 from service.storage.db import Database
-from tests.browser.conftest import open_page
+from tests.browser.conftest import WIDE, assert_no_exception, go, open_page, settle, shoot
+from tests.browser.test_promotion import sign_in
+from tests.conftest import wait_for
+from tests.test_deployments import versioned_agent
 
 pytestmark = pytest.mark.browser
 
@@ -56,3 +60,42 @@ def test_overview_draws_the_metrics_heatmaps_and_status_matrix(page, console_url
     assert page.get_by_text("Stale **2**").count() == 0  # markdown rendered, not shown raw
     assert page.locator("[data-testid=stMetric]").count() == len(TILES)
     assert page.locator("[data-testid=stException]").count() == 0
+
+
+def test_a_rollout_is_paused_and_resumed_and_stays_paused_across_pages(
+    page, service_console_url, server, org
+):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        staging = admin.environments.create("staging").id
+        keys = ["triage", "kb-answerer", "summarizer"]
+        for key in keys:
+            versioned_agent(admin, key)
+        job = admin.deployments.deploy(staging, keys, strategy={"waveSize": 1, "pauseSeconds": 600})
+        wait_for(lambda: admin.deployments.job(job.id).rollout.current_wave == 1, 30, "wave 1 done")
+        member = admin.members.create("ops@example.com", "Ops", "operator")
+        key = admin.api_keys.create("ops-browser", member_id=member.id).key
+
+    sign_in(page, service_console_url, key, "Ops (ops@example.com)")
+    jobs_tab(page)
+    page.get_by_text("Next wave in").wait_for(timeout=30_000)
+    assert_no_exception(page)
+    shoot(page, "deployments-rollout", widths=(WIDE,))
+    page.get_by_role("button", name="Pause").click()
+    page.get_by_text("Paused by").wait_for(timeout=60_000)
+
+    go(page, "Environments")  # away and back: still paused, nothing moved meanwhile
+    jobs_tab(page)
+    page.get_by_text("Paused by").wait_for(timeout=60_000)
+    page.get_by_role("button", name="Resume").click()
+    page.get_by_text("Resumed the rollout").wait_for(timeout=60_000)
+    assert_no_exception(page)
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        assert admin.deployments.job(job.id).status in ("pending", "running")
+        admin.deployments.abort(job.id)  # leave no rollout waiting ten minutes
+
+
+def jobs_tab(page) -> None:
+    go(page, "Deployments")
+    page.get_by_role("tab", name="Jobs").click()
+    settle(page)
+    page.get_by_text("Rollout:").wait_for(timeout=60_000)

@@ -45,7 +45,10 @@ def test_without_paths_the_tab_says_how_to_make_one_and_who_may(console, server,
     app = open_tab(console(PAGE), PROMOTION)
     shown = texts(app)
     assert "No promotion paths yet" in shown
-    assert "An admin sets it" in shown and "promotesFrom" in shown
+    assert (
+        "An admin sets it" in shown and "**Rollouts and promotion**" in shown and "*Promotes from*" in shown
+    )
+    assert [link.label for link in app.get("page_link")] == ["Set a promotion path"]
     assert not [b for b in app.button if b.label.startswith("Promote")]
 
 

@@ -29,6 +29,7 @@ CONTROLS: dict[str, dict[str, str]] = {
         "Create environment": "createEnvironment",
         "Save changes": "updateEnvironment",
         "Save protection": "updateEnvironment",
+        "Save rollouts and promotion": "updateEnvironment",
         "Delete environment…": "deleteEnvironment",
         "Save secret": "setSecret",
         "Create signing key": "createSigningKey",
@@ -78,8 +79,8 @@ CONTROLS: dict[str, dict[str, str]] = {
     "pages/deployments.py": {"Save": "updateDeploymentSettings"},
 }
 # Controls that ask more than their operation's least role: revoking a service key, and changing
-# an environment's protection rules, need an admin.
-ADMIN_ONLY = {"Revoke key…", "Save protection"}
+# an environment's protection rules or its rollout and promotion settings, need an admin.
+ADMIN_ONLY = {"Revoke key…", "Save protection", "Save rollouts and promotion"}
 NEEDS = re.compile(r"^Needs the (\w+) role; you are an? (\w+)\.$")
 
 
