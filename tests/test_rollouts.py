@@ -27,7 +27,8 @@ from service.runtime.bootstrap import create_org_with_key
 from service.runtime.server import ServerThread
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from tests.conftest import ROOT, make_settings, scratch_database, wait_for
+from tests.conftest import make_settings, scratch_database, wait_for
+from tests.processes import ROOT
 from tests.test_changes import team  # noqa: F401 (a fixture)
 from tests.test_deployments import events_of, versioned_agent, wait_for_end
 
