@@ -3,33 +3,30 @@ signing keys of webhook targets."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import pandas as pd
 import streamlit as st
 
 from api import ApiError
 from api.changes import MAX_REQUIRED_APPROVALS, ChangeRequest
 from api.common import MAX_PAGE_SIZE
-from api.environments import MAX_SOAK_MINUTES, Environment, Secret
+from api.environments import Environment, Secret
 from components import layout
 from components.changes.waiting import REQUEST_QUERY, open_requests, pending_for
 from components.changes.wording import KIND_LABELS, approvals_text, requester
 from components.confirm import confirmed
 from components.connection import client, current
 from components.feedback import load, notify, plain, show_error, show_notice
-from components.fields import rule
 from components.formatting import ago
 from components.forms import FormFields
 from components.permissions import control
 from components.protection import PROTECTED_ICON, approvals, badge
+from components.rollout_settings import rollout_settings_panel
 from components.tables import chosen_row, open_linked, select
 
 TARGETS = {"builtin": "Built-in (recorded by Orgdeck)", "webhook": "Webhook (a signed manifest is POSTed)"}
 TABLE = "environments_table"
 NEW_SIGNING_KEY = "new_signing_key"
 TILE_WIDTH = 200
-NO_SOURCE = ""
 
 connection = current()
 orgdeck = client()
@@ -139,79 +136,6 @@ def settings_panel(environment: Environment, environments: list[Environment]) ->
             show_error(error, "delete the environment")
         else:
             notify(f"Deleted environment **{environment.name}**.")
-
-
-def admin_only(help: str | None = None) -> dict[str, Any]:
-    """`disabled` and `help` of a field only an admin changes (the route itself is an operator's)."""
-    return control("updateEnvironment", at_least="admin", help=help)
-
-
-def rollout_settings_panel(environment: Environment, environments: list[Environment]) -> None:
-    """What verifies each wave of a rollout here, and where versions come from before they may run
-    here: an admin's settings. On a protected environment the verification webhook, like the
-    webhook URL, changes only through review: the service says so beside the field."""
-    st.markdown("**Rollouts and promotion**")
-    others = {e.id: e.name for e in environments if e.id != environment.id}
-    key = environment.id
-    with st.form(f"rollout_settings_{key}"):
-        fields = FormFields("environment")
-        verification_url = fields.text_input(
-            "verificationWebhookUrl",
-            key=f"edit_verification_url_{key}",
-            value=environment.verification_webhook_url or "",
-            **admin_only(rule("environment.verificationWebhookUrl").help),
-        )
-        source_col, soak_col = layout.fields(f"promotion_{key}", 2)
-        choices = [NO_SOURCE, *others]
-        source = source_col.selectbox(
-            "Promotes from",
-            choices,
-            index=choices.index(environment.promotes_from) if environment.promotes_from in others else 0,
-            format_func=lambda e: others.get(e, "none"),
-            key=f"edit_promotes_from_{key}",
-            **admin_only("The environment whose versions go on to this one."),
-        )
-        fields.slot("promotesFrom", where=source_col)
-        soak = soak_col.number_input(
-            "Soak minutes",
-            min_value=0,
-            max_value=MAX_SOAK_MINUTES,
-            value=environment.soak_minutes,
-            step=1,
-            key=f"edit_soak_minutes_{key}",
-            **admin_only(
-                "With Require promotion: how long a version must have run there, with no failed job since."
-            ),
-        )
-        fields.slot("soakMinutes", where=soak_col)
-        required = st.toggle(
-            "Require promotion",
-            value=environment.require_promotion,
-            key=f"edit_require_promotion_{key}",
-            **admin_only("A deployment here must have run complete in the environment it promotes from."),
-        )
-        production = st.toggle(
-            "Counts as production",
-            value=environment.production,
-            key=f"edit_production_{key}",
-            **admin_only("Deployments here end the lead time for changes."),
-        )
-        if st.form_submit_button("Save rollouts and promotion", **admin_only()):
-            changes: dict[str, Any] = {
-                "promotes_from": source or "",
-                "require_promotion": required,
-                "soak_minutes": int(soak),
-                "production": production,
-            }
-            # Sent only when changed: on a protected environment an unchanged URL needs no review.
-            if verification_url.strip() != (environment.verification_webhook_url or ""):
-                changes["verification_webhook_url"] = verification_url.strip()
-            try:
-                saved = orgdeck.environments.update(environment.id, **changes)
-            except ApiError as error:
-                fields.show(error, "save the rollout and promotion settings")
-            else:
-                notify(f"Saved the rollout and promotion settings of **{plain(saved.name)}**.")
 
 
 def protection_panel(environment: Environment) -> None:

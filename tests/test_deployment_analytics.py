@@ -505,7 +505,8 @@ def test_the_worker_counts_each_job_that_ends_as_a_rebuild_does(client, db, sett
         job = deployments.create_job(
             session, org_id=org_id_of(session, client.org_slug), request=request, actor="ops"
         )
-        job.status, job.attempts, job.started_at = "running", MAX_ATTEMPTS, utcnow()
+        job.status, job.attempts, job.wave_attempts = "running", MAX_ATTEMPTS, MAX_ATTEMPTS
+        job.started_at = utcnow()
         job.lease_token, job.lease_expires_at = "lease_dead", utcnow() - timedelta(seconds=1)
         given_up = job.id
     run_deployment_jobs(db, settings)  # the service's own worker may take it first; either is right

@@ -24,7 +24,9 @@ def failed_in(db, environment_id: str, stable_key: str, *, minutes_ago: int) -> 
     """A job in the environment that failed for the agent that long ago."""
     job_id = f"job_{uuid.uuid4().hex[:20]}"
     at = datetime.now(UTC) - timedelta(minutes=minutes_ago)
-    with db.engine.begin() as connection:
+    # A write transaction from its start (SQLite's BEGIN IMMEDIATE): one that read first could not
+    # write after another writer committed in between.
+    with db.session(write=True) as connection:
         org_id, agent_id = connection.execute(
             text(
                 "SELECT e.org_id, a.id FROM environments e JOIN agents a ON a.org_id = e.org_id "

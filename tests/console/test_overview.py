@@ -47,7 +47,7 @@ def test_overview_counts_what_needs_attention_and_links_to_it(console, server, o
     today = datetime.now(UTC).date()
     assert parse_qs(failed_jobs.query_string) == {
         "tab": ["Jobs"],
-        "job_status": ["error", "partial"],
+        "job_status": ["error", "partial", "rolled_back"],
         "job_days": [str(today - timedelta(days=6)), str(today)],
     }
     assert parse_qs(links["Dead deliveries"].query_string) == {
