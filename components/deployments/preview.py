@@ -70,24 +70,33 @@ def preview_warnings(preview: DeploymentPreview, environment_name: str) -> bool:
     return bool(preview.warnings)
 
 
-def request_deployment(request: dict[str, Any], environment_name: str) -> None:
-    """A protected environment's Deploy: the previewed deployment opened as a change request."""
-    reason = st.text_input("Reason", key="deploy_reason", placeholder="What this release brings")
-    if st.button(
-        f"Request deployment to {environment_name}",
+def requested_reason(label: str, *, key: str, placeholder: str) -> str | None:
+    """A reason and the button that opens a change request with it: the reason once clicked. The
+    button waits for a reason (the reviewers read it) and for an operator."""
+    reason = st.text_input("Reason", key=f"{key}_reason", placeholder=placeholder).strip()
+    clicked = st.button(
+        label,
         type="primary",
         icon=":material/approval:",
-        key="deploy_request",
+        key=f"{key}_request",
         **control(
             "openChangeRequest",
             at_least="operator",
-            disabled=not reason.strip(),
-            help=None if reason.strip() else "Type a reason first: the reviewers read it.",
+            disabled=not reason,
+            help=None if reason else "Type a reason first: the reviewers read it.",
         ),
-    ):
+    )
+    return reason if clicked else None
+
+
+def request_deployment(request: dict[str, Any], environment_name: str) -> None:
+    """A protected environment's Deploy: the previewed deployment opened as a change request."""
+    label = f"Request deployment to {environment_name}"
+    reason = requested_reason(label, key="deploy", placeholder="What this release brings")
+    if reason is not None:
         payload = body(DeploymentRequest, org_slug=current().org_slug, **request)
         try:
-            opened = client().change_requests.open("deployment", payload, reason.strip())
+            opened = client().change_requests.open("deployment", payload, reason)
         except ApiError as error:
             show_error(error, "request the deployment", "deployment")
         else:

@@ -23,7 +23,7 @@ from api.deployments import (
 from api.resource import body
 from components.changes.waiting import REQUEST_QUERY
 from components.connection import client, current
-from components.deployments.preview import preview_table, preview_warnings
+from components.deployments.preview import preview_table, preview_warnings, requested_reason
 from components.deployments.rollout import strategy_form
 from components.feedback import attempt, notify, plain, show_error
 from components.formatting import ago
@@ -258,19 +258,9 @@ def request_promotion(
         f"{approvals(target.required_approvals)} from other members approve it on the Changes page.",
         icon=":material/lock:",
     )
-    reason = st.text_input("Reason", key="promotion_reason", placeholder="What this promotion brings")
-    if st.button(
-        f"Request promotion now to {target.name}",
-        type="primary",
-        icon=":material/approval:",
-        key="promotion_request",
-        **control(
-            "openChangeRequest",
-            at_least="operator",
-            disabled=not reason.strip(),
-            help=None if reason.strip() else "Type a reason first: the reviewers read it.",
-        ),
-    ):
+    label = f"Request promotion now to {target.name}"
+    reason = requested_reason(label, key="promotion", placeholder="What this promotion brings")
+    if reason is not None:
         payload = body(
             DeploymentRequest,
             org_slug=current().org_slug,
@@ -281,7 +271,7 @@ def request_promotion(
             strategy=strategy,
         )
         try:
-            opened = client().change_requests.open("deployment", payload, reason.strip())
+            opened = client().change_requests.open("deployment", payload, reason)
         except ApiError as error:
             show_error(error, "request the promotion", "deployment")
         else:
