@@ -122,7 +122,7 @@ def startup_table(starts: int) -> list[list[str]]:
 
 def first_render(page: str) -> float:
     """Seconds from a new session's start to the end of the page's first run."""
-    app = AppTest.from_file(str(REPO_ROOT / "app.py"), default_timeout=120)
+    app = AppTest.from_file(str(REPO_ROOT / "console.py"), default_timeout=120)
     app.switch_page(page)  # the session opens on this page, as a link to it does
     started = time.perf_counter()
     app.run()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -194,6 +195,26 @@ def cmd_restore(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_demo(settings: Settings, _args: argparse.Namespace) -> int:
+    from service.runtime.embedded import start
+
+    # The seeding's own requests are not news in the console's terminal.
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    # SIGTERM ends it as its standard input closing does: the service stopped, its worker first.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    embedded = start(settings)
+    try:
+        print(json.dumps({"url": embedded.url, "apiKey": embedded.api_key}), flush=True)
+        # Whoever reads that line may stop reading: nothing else may block on a full pipe.
+        sys.stdout = sys.stderr
+        sys.stdin.read()
+    finally:
+        # Before the interpreter tears down thread pools: a notification sender still cycling then
+        # would print a traceback ("cannot schedule new futures after shutdown").
+        embedded.stop()
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m service",
@@ -242,6 +263,16 @@ def build_parser() -> argparse.ArgumentParser:
         "(still listed after it) can then be removed. Safe to run while the service is serving.",
     )
     rotate.set_defaults(handler=cmd_rotate_secrets)
+
+    demo = commands.add_parser(
+        "demo",
+        help="serve a demo organization on a free loopback port (the console's embedded service)",
+        description="Migrate, create the organization `demo` and its admin key (kept in the data "
+        "directory) and fill it with demo data on first run, then serve on a free loopback port with "
+        "the worker. Prints one JSON line, {\"url\", \"apiKey\"}, once it serves, and stops when its "
+        "standard input closes.",
+    )
+    demo.set_defaults(handler=cmd_demo)
 
     backup = commands.add_parser(
         "backup",

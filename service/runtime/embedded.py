@@ -1,10 +1,10 @@
-"""The console's embedded mode: a service on SQLite in a thread, with a demo organization."""
+"""The console's embedded mode: a service on SQLite with a demo organization, served in a thread of
+`python -m service demo` (service.runtime.launcher starts that process with the console)."""
 
 from __future__ import annotations
 
 import logging
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,6 +42,10 @@ class Embedded:
     server: ServerThread
     receiver: DemoReceiver
 
+    def stop(self) -> None:
+        self.server.stop()
+        self.receiver.stop()
+
 
 def start(settings: Settings) -> Embedded:
     """Migrate, make sure the demo org and its key exist, serve, and seed demo data once."""
@@ -52,11 +56,6 @@ def start(settings: Settings) -> Embedded:
     db = Database(settings.resolved_database_url)
     upgrade(db)
     server = ServerThread(settings).start()
-    # Stop the service (its worker and notification sender first) when the console's process ends,
-    # before the interpreter tears down thread pools: a sender still cycling then would print a
-    # traceback ("cannot schedule new futures after shutdown"). `atexit` runs too late for that;
-    # this is the hook concurrent.futures itself uses, and runs newest first.
-    threading._register_atexit(server.stop)
     # Where the demo's channels deliver: on this machine, accepting everything they send.
     receiver = DemoReceiver().start()
     api_key = _demo_key(db, settings.data_dir / KEY_FILE, server.url)

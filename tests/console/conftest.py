@@ -10,7 +10,7 @@ from streamlit.testing.v1 import AppTest
 from tests.conftest import Org
 from tests.processes import ROOT
 
-APP = str(ROOT / "app.py")
+APP = str(ROOT / "console.py")
 
 
 @pytest.fixture
