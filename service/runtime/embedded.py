@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import os
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +27,7 @@ from service.settings import Settings
 from service.storage.crypto import cipher_for
 from service.storage.db import Database
 from service.storage.migrate import upgrade
+from service.worker import Worker, start_in_thread
 
 logger = logging.getLogger("orgdeck.embedded")
 
@@ -41,8 +43,12 @@ class Embedded:
     org_slug: str
     server: ServerThread
     receiver: DemoReceiver
+    worker: tuple[Worker, threading.Thread] | None
 
     def stop(self) -> None:
+        if self.worker is not None:
+            self.worker[0].stop()
+            self.worker[1].join(timeout=30)
         self.server.stop()
         self.receiver.stop()
 
@@ -55,7 +61,9 @@ def start(settings: Settings) -> Embedded:
     settings.data_dir.mkdir(parents=True, exist_ok=True)
     db = Database(settings.resolved_database_url)
     upgrade(db)
-    server = ServerThread(settings).start()
+    # The worker starts once the demo is seeded: until then it would take turns with the seeding for
+    # this process's one interpreter, and the jobs seeded wait a moment for it all the same.
+    server = ServerThread(settings.model_copy(update={"run_worker": False})).start()
     # Where the demo's channels deliver: on this machine, accepting everything they send.
     receiver = DemoReceiver().start()
     api_key = _demo_key(db, settings.data_dir / KEY_FILE, server.url)
@@ -69,9 +77,11 @@ def start(settings: Settings) -> Embedded:
         cipher=cipher_for(settings),
     )
     seed_deployment_history(db, org_slug=DEMO_ORG)
-    db.dispose()
+    worker = start_in_thread(db, settings) if settings.run_worker else None
     logger.info("Embedded service on %s, organization %s", server.url, DEMO_ORG)
-    return Embedded(url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server, receiver=receiver)
+    return Embedded(
+        url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server, receiver=receiver, worker=worker
+    )
 
 
 def demo_admin(session: Session, *, org_id: str) -> MemberRow:
