@@ -53,7 +53,9 @@ def test_stopping_the_console_stops_its_service_and_prints_no_traceback(page, tm
         page.get_by_text("What needs attention").first.wait_for(timeout=300_000)
         (service,) = children(process.pid)
         process.send_signal(stop)
-        assert process.wait(timeout=30) == (0 if stop == signal.SIGINT else -signal.SIGKILL)
+        # Ctrl+C: uvicorn shuts down (the lifespan stops the service), then re-raises the signal,
+        # which Click reports as "Aborted!" with status 1; a kill is a kill.
+        assert process.wait(timeout=30) == (1 if stop == signal.SIGINT else -signal.SIGKILL)
         wait_for(lambda: not alive(service), timeout=30, what="the embedded service to end")
     log = (data_dir / "streamlit.log").read_text()
     assert "Traceback" not in log, log
