@@ -194,6 +194,15 @@ def other_org(db: Database) -> Org:
     return new_org(db)
 
 
+# The longest tests (minutes each, the next ones under a minute) start first: begun last, one of
+# them would run alone while every other worker has finished.
+LONGEST_FIRST = ("tests/browser/test_tour.py::", "tests/test_fuzz.py::")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST_FIRST))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     if not hasattr(config, "workerinput"):  # once, in the process that starts the workers
         install_oidc_provider()
