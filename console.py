@@ -21,6 +21,7 @@ from components import layout
 from components.changes.waiting import menu_title
 from components.connection import Connection, forget_client, set_connection
 from components.feedback import explain, plain
+from service.runtime.launcher import EmbeddedServiceFailed, launch
 
 st.set_page_config(page_title="Orgdeck", page_icon=":material/hub:", layout="wide")
 
@@ -33,10 +34,9 @@ SIGN_IN_REFUSED = "sign_in_refused"
 
 @st.cache_resource(show_spinner="Starting the embedded service…")
 def _embedded() -> tuple[str, str]:
-    # Started already by app.py's lifespan when Streamlit serves; AppTest starts it here.
-    from service.runtime import launcher
-
-    demo = launcher.launch().wait()
+    # Started already by app.py's lifespan when Streamlit serves; AppTest starts it here. A failure
+    # is not cached: the next run starts it again.
+    demo = launch().wait()
     return demo.url, demo.api_key
 
 
@@ -69,7 +69,11 @@ def _connect() -> Connection | None:
     url = os.environ.get("ORGDECK_API_URL", "").strip()
     embedded = not url
     if embedded:
-        url, api_key = _embedded()
+        try:
+            url, api_key = _embedded()
+        except EmbeddedServiceFailed as failure:
+            st.error(f"{failure}. Fix what it says, then reload this page.", icon=":material/error:")
+            return None
     elif os.environ.get("ORGDECK_API_KEY", "").strip():
         api_key = os.environ["ORGDECK_API_KEY"].strip()
     elif _identity_provider():

@@ -64,7 +64,10 @@ class EmbeddedService:
         line = self._process.stdout.readline()
         if not line:
             self._ready.set_exception(
-                EmbeddedServiceFailed("The embedded service stopped before it was ready; its output says why")
+                EmbeddedServiceFailed(
+                    "The embedded service stopped before it was ready; its output, in the terminal "
+                    "where the console runs, says why"
+                )
             )
             return
         answer = json.loads(line)
@@ -72,7 +75,10 @@ class EmbeddedService:
 
     def wait(self, timeout: float = READY_TIMEOUT_SECONDS) -> Demo:
         """The service once it is ready (at once when it already is)."""
-        return self._ready.result(timeout)
+        try:
+            return self._ready.result(timeout)
+        except TimeoutError:
+            raise EmbeddedServiceFailed(f"The embedded service was not ready after {timeout:.0f} s") from None
 
     @property
     def ended(self) -> bool:
