@@ -15,7 +15,7 @@ from api.deployments import FINISHED_JOB_STATUSES, DeploymentJob
 from api.environments import Environment
 from components import layout
 from components.connection import client
-from components.deployments.jobs import job_card
+from components.deployments.jobs import POLL_SECONDS, job_card
 from components.deployments.preview import FOLLOWING, PREVIEW, WATCHED, show_preview
 from components.deployments.rollout import strategy_form
 from components.deployments.tabs import open_jobs
@@ -23,7 +23,6 @@ from components.feedback import load, show_error
 from components.forms import FormFields, InvalidField, json_object
 from components.protection import PROTECTED_ICON, badge
 
-POLL_SECONDS = 1.0
 AGENTS, FLEET = "Agents", "A fleet"
 
 

@@ -23,6 +23,8 @@ from components.paging import Pager
 from components.tables import chosen_row
 
 JOBS_PER_PAGE = 50
+# How often a job that moves is read again while it is shown (the Jobs tab's, and the Deploy tab's).
+POLL_SECONDS = 1.0
 BADGE_COLOURS = {
     "complete": "green",
     "partial": "orange",
@@ -162,5 +164,20 @@ def jobs_tab(environment_names: dict[str, str]) -> None:
     )
     pager.controls(page.next_cursor, f"Page {pager.number}, newest first")
     st.divider()
-    job = load("load the job", lambda: client().deployments.job(chosen))
+    listed = next(job for job in page.items if job.id == chosen)
+    polling = POLL_SECONDS if moving(listed) else None
+    st.fragment(chosen_job, run_every=polling)(listed, environment_names)
+
+
+def moving(job: DeploymentJob) -> bool:
+    """Whether the job changes by itself: not ended, and not paused (that waits for a person)."""
+    return job.status not in FINISHED_JOB_STATUSES and job.status != "paused"
+
+
+def chosen_job(listed: DeploymentJob, environment_names: dict[str, str]) -> None:
+    """The job picked in the table, read again every POLL_SECONDS while it moves (its waves, the
+    next wave's countdown, its results); once it stops, the whole tab is drawn again, its row too."""
+    job = load("load the job", lambda: client().deployments.job(listed.id))
+    if moving(listed) and not moving(job):
+        st.rerun()
     job_card(job, environment_names.get(job.environment_id, job.environment_id))

@@ -11,7 +11,7 @@ from api import OrgdeckClient
 from service.deployments.models import DeploymentJobRow
 from service.orgs.models import OrganizationRow
 from service.storage.db import Database
-from tests.browser.conftest import WIDE, assert_no_exception, go, open_page, settle, shoot
+from tests.browser.conftest import WIDE, assert_no_exception, go, grid_cells, open_page, settle, shoot
 from tests.browser.test_promotion import sign_in
 from tests.conftest import wait_for
 from tests.test_deployments import versioned_agent
@@ -92,6 +92,28 @@ def test_a_rollout_is_paused_and_resumed_and_stays_paused_across_pages(
     with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
         assert admin.deployments.job(job.id).status in ("pending", "running")
         admin.deployments.abort(job.id)  # leave no rollout waiting ten minutes
+
+
+def test_the_jobs_tab_follows_a_rollout_to_its_end_without_a_click(page, service_console_url, server, org):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        staging = admin.environments.create("staging").id
+        keys = ["triage", "kb-answerer", "summarizer"]
+        for key in keys:
+            versioned_agent(admin, key)
+        member = admin.members.create("watcher@example.com", "Watcher", "viewer")
+        key = admin.api_keys.create("watcher-browser", member_id=member.id).key
+        job = admin.deployments.deploy(staging, keys, strategy={"waveSize": 1, "pauseSeconds": 8})
+
+    sign_in(page, service_console_url, key, "Watcher (watcher@example.com)")
+    jobs_tab(page)
+    page.get_by_text("Next wave in").wait_for(timeout=30_000)  # opened while the waves go on
+    # From here no click: the job's card reads it again until it ends, then the tab is redrawn (the
+    # table's row too).
+    page.get_by_test_id("stAlertContentSuccess").get_by_text("Deployed 3 agents").wait_for(timeout=60_000)
+    assert "Deployed 3 agents" in grid_cells(page)
+    assert_no_exception(page)
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        assert admin.deployments.job(job.id).status == "complete"
 
 
 def jobs_tab(page) -> None:
