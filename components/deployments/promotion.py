@@ -28,11 +28,14 @@ from components.deployments.rollout import strategy_form
 from components.feedback import attempt, notify, plain, show_error
 from components.formatting import ago
 from components.governance.violations import agent_violations, is_refusal, show_refusal
+from components.paging import Pager, next_offset, offset_caption
 from components.permissions import control
 from components.protection import approvals
 
 # The promotion previewed: from, to, the agents waiting and their versions, and the preview.
 PROMOTION_PREVIEW = "promotion_preview"
+PROMOTION_PAGER = "promotion_pager"
+AGENTS_PER_PAGE = 50
 CHANGES_PAGE = "pages/changes.py"
 ENVIRONMENTS_PAGE = "pages/environments.py"
 
@@ -109,15 +112,24 @@ def empty_state() -> None:
 
 
 def promotion_tab() -> None:
-    view = attempt("load the promotion paths", lambda: client().deployments.promotions())
+    pager = Pager(PROMOTION_PAGER, ())
+    view = attempt(
+        "load the promotion paths",
+        lambda: client().deployments.promotions(limit=AGENTS_PER_PAGE, offset=pager.offset),
+    )
     if view is None:
         return
     if not view.environments:
         empty_state()
         return
     st.markdown(grid(view), unsafe_allow_html=True)
-    if view.total_agents > len(view.items):
-        st.caption(f"The first {len(view.items)} of {view.total_agents} agents running on the paths.")
+    if view.total_agents > AGENTS_PER_PAGE:
+        pager.controls(
+            next_offset(pager.offset, len(view.items), view.total_agents),
+            offset_caption(pager.offset, len(view.items), view.total_agents, "agents running on the paths")
+            + ". A promotion takes what waits on this page.",
+            labels=("Previous", "Next"),
+        )
     elif not view.items:
         st.caption("No agent runs on these paths yet: deploy one to the first environment of a path.")
     names = {environment.id: environment.name for environment in view.environments}

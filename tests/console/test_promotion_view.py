@@ -127,3 +127,24 @@ def test_a_promotion_starts_its_job_and_an_api_error_is_said_in_words(console, s
         admin.environments.update(production, soak_minutes=60)
     button(app, "Promote now to production").click().run()
     assert "Promotion to **production** started" in texts(app)
+
+
+def test_agents_beyond_a_page_are_reached_with_next(console, server, org, path, monkeypatch):
+    staging, _ = path
+    with org_client(server, org) as admin:
+        for key in ("kb-answerer", "summarizer"):
+            versioned_agent(admin, key)
+            deployed(admin, staging, key)
+    monkeypatch.setattr("components.deployments.promotion.AGENTS_PER_PAGE", 2)
+    app = open_tab(console(PAGE), PROMOTION)
+
+    def rows() -> list[str]:
+        grid = next(m.value for m in app.markdown if m.value.startswith("| Agent |"))
+        return [line.split(" | ")[0] for line in grid.splitlines() if line.startswith("| **")]
+
+    assert rows() == ["| **kb-answerer**", "| **summarizer**"]
+    assert "1 to 2 of 3 agents running on the paths" in texts(app)
+    button(app, "Next").click().run()
+    assert rows() == ["| **triage**"]
+    assert "3 to 3 of 3 agents running on the paths" in texts(app)
+    assert button(app, "Next").disabled and not button(app, "Previous").disabled
