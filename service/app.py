@@ -102,7 +102,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         routes = ThreadPoolExecutor(settings.threads, thread_name_prefix="orgdeck-route")
         asyncio.get_running_loop().set_default_executor(routes)
         worker = start_in_thread(db, settings) if settings.run_worker else None
-        health.attach_worker(worker[0].silence if worker is not None else None)
+        health.attach_worker(worker.worker.silence if worker is not None else None)
         # What exists once the app is up (routes, models, mappers) lives as long as the process:
         # out of the collector's sight, a full collection no longer walks it, a pause of tens of
         # milliseconds in the middle of requests.
@@ -110,8 +110,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         gc.freeze()
         yield
         if worker is not None:
-            worker[0].stop()
-            worker[1].join(timeout=30)
+            worker.stop()
         routes.shutdown(wait=False)
         db.dispose()
 

@@ -17,6 +17,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 from service.changes.service import expire_change_requests
 from service.deployments.runner import run_deployment_jobs
@@ -90,8 +91,20 @@ class Worker:
         self.sender.stop()
 
 
-def start_in_thread(db: Database, settings: Settings) -> tuple[Worker, threading.Thread]:
+@dataclass(frozen=True)
+class WorkerThread:
+    """A worker running in a thread of this process (the served app's, the embedded demo's)."""
+
+    worker: Worker
+    thread: threading.Thread
+
+    def stop(self, timeout: float = 30) -> None:
+        self.worker.stop()
+        self.thread.join(timeout)
+
+
+def start_in_thread(db: Database, settings: Settings) -> WorkerThread:
     worker = Worker(db, settings)
     thread = threading.Thread(target=worker.run, name="orgdeck-worker", daemon=True)
     thread.start()
-    return worker, thread
+    return WorkerThread(worker, thread)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,7 +26,7 @@ from service.settings import Settings
 from service.storage.crypto import cipher_for
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from service.worker import Worker, start_in_thread
+from service.worker import WorkerThread, start_in_thread
 
 logger = logging.getLogger("orgdeck.embedded")
 
@@ -43,12 +42,11 @@ class Embedded:
     org_slug: str
     server: ServerThread
     receiver: DemoReceiver
-    worker: tuple[Worker, threading.Thread] | None
+    worker: WorkerThread | None
 
     def stop(self) -> None:
         if self.worker is not None:
-            self.worker[0].stop()
-            self.worker[1].join(timeout=30)
+            self.worker.stop()
         self.server.stop()
         self.receiver.stop()
 

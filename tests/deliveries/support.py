@@ -33,7 +33,7 @@ from service.runtime.server import ServerThread
 from service.settings import Settings
 from service.storage.db import Database
 from service.storage.migrate import upgrade
-from service.worker import Worker, start_in_thread
+from service.worker import WorkerThread, start_in_thread
 from tests.conftest import make_settings, scratch_database
 from tests.processes import ROOT, free_port
 
@@ -213,16 +213,14 @@ class Service:
     db: Database
     settings: Settings
     url: str
-    worker: Worker
-    worker_thread: threading.Thread
+    worker: WorkerThread
 
     def restart_worker(self) -> None:
-        self.worker, self.worker_thread = start_in_thread(self.db, self.settings)
+        self.worker = start_in_thread(self.db, self.settings)
 
     def stop_worker(self) -> None:
         self.worker.stop()
-        self.worker_thread.join(timeout=30)
-        assert not self.worker_thread.is_alive(), "the worker did not stop"
+        assert not self.worker.thread.is_alive(), "the worker did not stop"
 
     def worker_process(self) -> subprocess.Popen[bytes]:
         """`python -m service worker` on this service's database, with its settings."""
@@ -266,8 +264,7 @@ def service(tmp_path_factory: pytest.TempPathFactory, inbox: tuple[Inbox, int]) 
         db = Database(settings.resolved_database_url)
         upgrade(db)
         server = ServerThread(settings).start()
-        worker, thread = start_in_thread(db, settings)
-        running = Service(db=db, settings=settings, url=server.url, worker=worker, worker_thread=thread)
+        running = Service(db=db, settings=settings, url=server.url, worker=start_in_thread(db, settings))
         yield running
         running.stop_worker()
         server.stop()
