@@ -29,25 +29,28 @@ def demo_database(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @contextmanager
 def demo_service(data_dir: Path, database_url: str) -> Iterator[tuple[subprocess.Popen[str], dict[str, str]]]:
-    """The demo command running, with the line it printed once ready."""
+    """The demo command running, with the line it printed once ready. What it logs goes to
+    data_dir/demo.log: a pipe nobody reads while the test runs would fill and stop the service."""
     environment = service_env(data_dir, database_url, ORGDECK_RUN_WORKER="true")
+    log = (data_dir / "demo.log").open("a")
     process = subprocess.Popen(
         [sys.executable, "-m", "service", "demo"],
         cwd=ROOT,
         env=environment,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+        stderr=log,
         text=True,
     )
     try:
         ready = process.stdout.readline()
-        assert ready, f"the demo ended before it was ready:\n{process.stderr.read()}"
+        assert ready, f"the demo ended before it was ready:\n{(data_dir / 'demo.log').read_text()}"
         yield process, json.loads(ready)
     finally:
         if process.poll() is None:
             process.kill()
         process.wait(timeout=30)
+        log.close()
 
 
 def demo_counts(url: str, api_key: str) -> dict[str, int]:
@@ -71,7 +74,7 @@ def test_the_demo_serves_a_filled_organization_and_ends_when_its_input_closes(tm
             history = client.deployments.jobs(limit=200).items
         process.stdin.close()
         assert process.wait(timeout=30) == 0
-        errors = process.stderr.read()
+        errors = (tmp_path / "demo.log").read_text()
     assert counts["agents"] == 12 and counts["members"] >= 8 and counts["environments"] >= 4, counts
     assert counts["policies"] and counts["channels"], counts
     # The quarter behind the present, written directly: jobs that ended days ago.
