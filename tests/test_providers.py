@@ -347,6 +347,7 @@ def test_private_addresses_are_refused_unless_the_operator_allows_them(start_ser
         ("http://10.1.2.3/v1", ["192.168.0.0/16"], True),
         ("http://localhost:8000/v1", ["localhost"], False),
         ("ftp://8.8.8.8/", ["*"], True),
+        ("https://\u00e1Z\u00bd\u00822/", [], True),  # no host name IDNA can encode
     ],
 )
 def test_outbound_rule(settings, url, allowed, refused):

@@ -65,6 +65,8 @@ def _resolve(host: str, port: int | None) -> list[IPAddress]:
         answers = socket.getaddrinfo(host, port or 443, proto=socket.IPPROTO_TCP)
     except OSError as exc:
         raise HostUnresolved(f"'{host}' cannot be resolved: {exc.strerror or exc}") from exc
+    except UnicodeError as exc:  # a name IDNA cannot encode: a control character, an empty label
+        raise OutboundRefused(f"'{host}' is not a host name: {exc}") from exc
     # An IPv6 answer may carry a scope ("fe80::1%eth0"): the address is what comes before it.
     return [ipaddress.ip_address(str(answer[4][0]).split("%")[0]) for answer in answers]
 
