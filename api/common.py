@@ -128,9 +128,16 @@ NAME_MAX_LENGTH = 200
 DESCRIPTION_MAX_LENGTH = 2000
 Name = Trimmed(NAME_MAX_LENGTH)
 Description = Annotated[str, StringConstraints(max_length=DESCRIPTION_MAX_LENGTH)]
-# A deliberately loose address check: the mail server is the judge; this catches typos early.
+# An address as a mail header carries it without quoting: a dot-atom of ASCII before the @, a host
+# name after it. Quoted local parts, address literals and non-ASCII addresses are refused: a header
+# would reinterpret them, so the message would go somewhere other than what was typed.
+_ATOM = r"[A-Za-z0-9!#$%&'*+/=?^_`{|}~-]+"
+_LABEL = r"[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?"
 EmailAddress = Annotated[
-    str, StringConstraints(strip_whitespace=True, pattern=r"^[^@\s]+@[^@\s]+\.[^@\s]+$", max_length=320)
+    str,
+    StringConstraints(
+        strip_whitespace=True, pattern=rf"^{_ATOM}(?:\.{_ATOM})*@{_LABEL}(?:\.{_LABEL})+$", max_length=320
+    ),
 ]
 
 # Every whole number a request carries stays within a 32-bit signed integer, the smallest the

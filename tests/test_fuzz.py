@@ -55,6 +55,11 @@ with-security-parameters = false
 
 [parameters]
 orgSlug = "${ORGDECK_FUZZ_ORG}"
+
+# Schemathesis's own list, and 413: a body over the service's limit is refused before it is read,
+# whatever else is wrong with it, and that is a refusal too.
+[checks.negative_data_rejection]
+expected-statuses = [400, 401, 403, 404, 405, 406, 409, 413, 415, 422, 428, 429, "5xx"]
 """
 
 
@@ -101,6 +106,15 @@ def test_every_operation_survives_fuzzing(fuzzed_service, tmp_path: Path, reques
         "SCHEMATHESIS_HOOKS": str(ROOT / "tests" / "fuzz_hooks.py"),
     }
     run = subprocess.run(command, cwd=tmp_path, env=environment, capture_output=True, text=True, timeout=900)
-    report = run.stdout[-20000:] + run.stderr[-5000:]
+    report = _failures(run.stdout)[:20000] + run.stderr[-5000:]
     assert run.returncode == 0, f"fuzzing with seed {seed} found failures:\n{report}"
     assert "Tested: " in run.stdout and "generated" in run.stdout, report
+
+
+def _failures(report: str) -> str:
+    """The report's failures with how to reproduce each, without the advice that follows them."""
+    start, end = report.find("=== FAILURES ==="), report.find("=== WARNINGS ===")
+    if start < 0:
+        return report[-20000:]
+    summary = report.find("=== SUMMARY ===")
+    return report[start : end if end > start else None] + (report[summary:] if summary > start else "")

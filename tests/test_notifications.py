@@ -68,6 +68,11 @@ def test_email_channel_shows_its_recipients(client):
         ("email", {"url": WEBHOOK_URL}, "config.recipients"),
         ("webhook", {"url": "ftp://example.com/x"}, "config.url"),
         ("email", {"recipients": ["not-an-address"]}, "config.recipients.0"),
+        # Each of these a mail header would read as another address than the one typed.
+        ("email", {"recipients": ["ops@example.com", "a,b@example.com"]}, "config.recipients.1"),
+        ("email", {"recipients": ["ops@[10.0.0.1]"]}, "config.recipients.0"),
+        ("email", {"recipients": ["(ops@example.com"]}, "config.recipients.0"),
+        ("email", {"recipients": ["ops\u0000@example.com"]}, "config.recipients.0"),
         ("email", {"recipients": []}, "config.recipients"),
         ("pager", {"url": WEBHOOK_URL}, "kind"),
         ("webhook", {"url": WEBHOOK_URL, "secret": "x"}, "config.secret"),
