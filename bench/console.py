@@ -8,8 +8,9 @@ The demo's start: `streamlit run app.py` with no ORGDECK_API_URL and a fresh dat
 in headless Chromium at once; timed from the command until the console answers its health check,
 until the first page is drawn (its sidebar names the signed-in person), and until that page shows
 the demo's data (the Overview's Agents tile counts more than none). Each start is a new process on
-a new data directory, `--starts` times; the median of each part is reported. Reaches: demo data
-≤ 5 s after the command.
+a new data directory, `--starts` times; the median of each part is reported. Each start is
+followed by a restart on the same data directory, whose data shows once the service is up (the
+demo is seeded once). Reaches: demo data ≤ 5 s after the command, on a start and on a restart.
 
 Seeds what bench/deployments.py seeds (20 environments, 200 agents, 1,000,000 ended jobs over two
 years, the pairs' states and the rollups), then opens each page the way a person does, as a new
@@ -56,6 +57,7 @@ STARTUP_REACH_SECONDS = 5.0
 STARTUP_TIMEOUT_MS = 120_000
 CHROMIUM = os.environ.get("ORGDECK_CHROMIUM", "/usr/bin/chromium")
 STARTUP_PARTS = ("console answers", "first page drawn", "demo data shown")
+RESTART_PART = "demo data shown, restarted"
 
 
 def demo_start(browser: object, data_dir: Path) -> dict[str, float]:
@@ -104,19 +106,22 @@ def startup_table(starts: int) -> list[list[str]]:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
         try:
             for number in range(starts):
-                runs.append(demo_start(browser, workdir / f"data-{number}"))
+                data_dir = workdir / f"data-{number}"
+                runs.append(demo_start(browser, data_dir))
+                # The same data directory again, as a person's next `streamlit run app.py` finds it.
+                runs[-1][RESTART_PART] = demo_start(browser, data_dir)["demo data shown"]
                 print(f"  start {number + 1}: {runs[-1]}", file=sys.stderr, flush=True)
         finally:
             browser.close()
     rows = []
-    for part in STARTUP_PARTS:
+    for part in (*STARTUP_PARTS, RESTART_PART):
         times = [parts[part] for parts in runs]
-        rows.append([part, f"{statistics.median(times):.2f}", f"{max(times):.2f}", "", ""])
-    shown = statistics.median(parts["demo data shown"] for parts in runs)
-    rows[-1][3:] = [
-        f"≤ {STARTUP_REACH_SECONDS:.1f}",
-        "reached" if shown <= STARTUP_REACH_SECONDS else "NOT reached",
-    ]
+        median = statistics.median(times)
+        reach, verdict = "", ""
+        if part in {"demo data shown", RESTART_PART}:
+            reach = f"≤ {STARTUP_REACH_SECONDS:.1f}"
+            verdict = "reached" if median <= STARTUP_REACH_SECONDS else "NOT reached"
+        rows.append([part, f"{median:.2f}", f"{max(times):.2f}", reach, verdict])
     return rows
 
 
@@ -141,8 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--startup-only", action="store_true", help="measure the demo's start alone")
     args = parser.parse_args(argv)
     startup = startup_table(args.starts)
-    print(f"The embedded demo's start (SQLite, fresh data directory), median of {args.starts}; seconds after")
-    print("`streamlit run app.py`, the page opened in headless Chromium")
+    print("The embedded demo's start (SQLite, a fresh data directory, then the same one again), median of")
+    print(f"{args.starts}; seconds after `streamlit run app.py`, the page opened in headless Chromium")
     print()
     print(format_table(["Part", "median s", "worst s", "reach", ""], startup))
     if args.startup_only:  # a part of the bench: the whole one's kept results (bench/results) stay
