@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 
 from api import OrgdeckClient
@@ -72,6 +73,8 @@ def test_the_demo_serves_a_filled_organization_and_ends_when_its_input_closes(tm
         counts = demo_counts(ready["url"], ready["apiKey"])
         with OrgdeckClient(ready["url"], ready["apiKey"]) as client:
             history = client.deployments.jobs(limit=200).items
+        # Its readiness watches the worker it runs, as a served app's does.
+        readiness = httpx.get(ready["url"] + "/health/ready", timeout=10).json()
         process.stdin.close()
         assert process.wait(timeout=30) == 0
         errors = (tmp_path / "demo.log").read_text()
@@ -80,6 +83,7 @@ def test_the_demo_serves_a_filled_organization_and_ends_when_its_input_closes(tm
     # The quarter behind the present, written directly: jobs that ended days ago.
     assert len(history) == 200 and any(job.status == "error" for job in history)
     assert "Traceback" not in errors, errors
+    assert readiness["checks"]["worker"] == "ok", readiness
     assert (tmp_path / "demo-api-key").stat().st_mode & 0o777 == 0o600
 
 

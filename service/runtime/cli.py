@@ -269,7 +269,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="serve a demo organization on a free loopback port (the console's embedded service)",
         description="Migrate, create the organization `demo` and its admin key (kept in the data "
         "directory) and fill it with demo data on first run, then serve on a free loopback port with "
-        "the worker. Prints one JSON line, {\"url\", \"apiKey\"}, once it serves, and stops when its "
+        'the worker. Prints one JSON line, {"url", "apiKey"}, once it serves, and stops when its '
         "standard input closes.",
     )
     demo.set_defaults(handler=cmd_demo)

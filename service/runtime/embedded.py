@@ -43,12 +43,14 @@ class Embedded:
     server: ServerThread
     receiver: DemoReceiver
     worker: WorkerThread | None
+    db: Database
 
     def stop(self) -> None:
         if self.worker is not None:
             self.worker.stop()
         self.server.stop()
         self.receiver.stop()
+        self.db.dispose()
 
 
 def start(settings: Settings) -> Embedded:
@@ -76,9 +78,17 @@ def start(settings: Settings) -> Embedded:
     )
     seed_deployment_history(db, org_slug=DEMO_ORG)
     worker = start_in_thread(db, settings) if settings.run_worker else None
+    # Started after the app's lifespan, so attached here: /health/ready watches it all the same.
+    server.app.state.health.attach_worker(worker.worker.silence if worker is not None else None)
     logger.info("Embedded service on %s, organization %s", server.url, DEMO_ORG)
     return Embedded(
-        url=server.url, api_key=api_key, org_slug=DEMO_ORG, server=server, receiver=receiver, worker=worker
+        url=server.url,
+        api_key=api_key,
+        org_slug=DEMO_ORG,
+        server=server,
+        receiver=receiver,
+        worker=worker,
+        db=db,
     )
 
 
