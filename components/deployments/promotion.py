@@ -1,7 +1,7 @@
 """The Promotion tab: the promotion paths as columns (each root, then what promotes from it), the
 agents as rows, each cell what runs there and since when, and what waits to go on with what holds
-it back. Per environment that promotes from another: preview the promotion, then promote (or, to a
-protected one, request it for review)."""
+it back. Per environment that promotes from another: preview the promotion, take out any agent that
+should keep waiting, then promote (or, to a protected one, request it for review)."""
 
 from __future__ import annotations
 
@@ -35,6 +35,7 @@ from components.protection import approvals
 # The promotion previewed: from, to, the agents waiting and their versions, and the preview.
 PROMOTION_PREVIEW = "promotion_preview"
 PROMOTION_PAGER = "promotion_pager"
+CHOSEN_AGENTS = "promotion_agents"
 AGENTS_PER_PAGE = 50
 CHANGES_PAGE = "pages/changes.py"
 ENVIRONMENTS_PAGE = "pages/environments.py"
@@ -186,24 +187,60 @@ def promote_button(
         key=f"promote_{target.id}",
         **control(operation, at_least="operator", disabled=not versions, help=None if versions else nothing),
     ):
-        keys = sorted(versions)
-        preview = attempt(
-            "preview the promotion",
-            lambda: client().deployments.preview_promotion(source, target.id, keys),
-        )
+        preview = preview_of(source, target, versions)
         if preview is not None:
+            st.session_state.pop(CHOSEN_AGENTS, None)  # a new preview offers every agent again
             st.session_state[PROMOTION_PREVIEW] = {
                 "from": source,
                 "to": target.id,
+                "waiting": versions,
                 "versions": versions,
                 "preview": preview,
             }
 
 
+def preview_of(
+    source: str, target: PromotionEnvironment, versions: dict[str, int]
+) -> DeploymentPreview | None:
+    return attempt(
+        "preview the promotion",
+        lambda: client().deployments.preview_promotion(source, target.id, sorted(versions)),
+    )
+
+
+def choose_agents(stored: dict[str, Any], target: PromotionEnvironment) -> bool:
+    """Which of the agents waiting go on (every one unless some are taken out), previewed again
+    when the choice changes. False when none is chosen: there is nothing to promote."""
+    waiting: dict[str, int] = stored["waiting"]
+    if len(waiting) < 2:
+        return True
+    chosen = st.multiselect(
+        "Agents to promote",
+        sorted(waiting),
+        default=sorted(stored["versions"]),
+        format_func=lambda key: f"{key} v{waiting[key]}",
+        key=CHOSEN_AGENTS,
+        help="Take out an agent to leave it waiting; the preview follows the choice.",
+    )
+    if not chosen:
+        st.caption("Choose at least one agent to promote.")
+        return False
+    if set(chosen) != set(stored["versions"]):
+        versions = {key: waiting[key] for key in chosen}
+        preview = preview_of(stored["from"], target, versions)
+        if preview is None:
+            return False
+        stored.update(versions=versions, preview=preview)
+    return True
+
+
 def show_promotion(stored: dict[str, Any], target: PromotionEnvironment, names: dict[str, str]) -> None:
-    preview: DeploymentPreview = stored["preview"]
     source = names.get(stored["from"], "?")
     with st.container(border=True):
+        if not choose_agents(stored, target):
+            discard_button()
+            return
+        preview: DeploymentPreview = stored["preview"]
         st.markdown(
             f"#### Promote {len(preview.agents)} agent(s) from **{plain(source)}** to "
             f"**{plain(target.name)}**"
@@ -216,9 +253,13 @@ def show_promotion(stored: dict[str, Any], target: PromotionEnvironment, names: 
             request_promotion(stored, target, strategy)
         else:
             promote(stored, target, strategy, blocked=blocked, denied=denied)
-        if st.button("Discard preview", key="promotion_discard"):
-            st.session_state.pop(PROMOTION_PREVIEW, None)
-            st.rerun()
+        discard_button()
+
+
+def discard_button() -> None:
+    if st.button("Discard preview", key="promotion_discard"):
+        st.session_state.pop(PROMOTION_PREVIEW, None)
+        st.rerun()
 
 
 def promote(

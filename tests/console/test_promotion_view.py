@@ -148,3 +148,44 @@ def test_agents_beyond_a_page_are_reached_with_next(console, server, org, path, 
     assert rows() == ["| **triage**"]
     assert "3 to 3 of 3 agents running on the paths" in texts(app)
     assert button(app, "Next").disabled and not button(app, "Previous").disabled
+
+
+def test_an_agent_taken_out_of_the_promotion_keeps_waiting(console, server, org, db, path):
+    staging, production = path
+    with org_client(server, org) as admin:
+        versioned_agent(admin, "summarizer")
+        deployed(admin, staging, "summarizer")
+    backdate(db, staging, 61)
+    app = open_tab(console(PAGE), PROMOTION)
+    button(app, "Promote to production").click().run()
+    chosen = app.multiselect(key="promotion_agents")
+    assert chosen.value == ["summarizer", "triage"]
+    assert "Promote 2 agent(s) from **staging** to **production**" in texts(app)
+    chosen.unselect("summarizer").run()
+    assert not app.exception, app.exception
+    assert "Promote 1 agent(s) from **staging** to **production**" in texts(app)
+    button(app, "Promote now to production").click().run()
+    assert "Promotion to **production** started" in texts(app)
+    with org_client(server, org) as admin:
+        job = admin.deployments.jobs(environment_id=production, limit=1).items[0]  # the newest
+        assert [agent.stable_key for agent in job.agents] == ["triage"]
+        assert wait_for_end(admin, job.id).status == "complete"
+        view = admin.deployments.promotions()
+    summarizer = next(agent for agent in view.items if agent.stable_key == "summarizer")
+    assert [waiting.environment_id for waiting in summarizer.waiting] == [production]
+
+
+def test_with_no_agent_chosen_nothing_can_be_promoted(console, server, org, db, path):
+    staging, _ = path
+    with org_client(server, org) as admin:
+        versioned_agent(admin, "summarizer")
+        deployed(admin, staging, "summarizer")
+    backdate(db, staging, 61)
+    app = open_tab(console(PAGE), PROMOTION)
+    button(app, "Promote to production").click().run()
+    app.multiselect(key="promotion_agents").set_value([]).run()
+    assert not app.exception, app.exception
+    assert "Choose at least one agent to promote." in texts(app)
+    assert not [b for b in app.button if b.label == "Promote now to production"]
+    button(app, "Discard preview").click().run()
+    assert not app.multiselect and "Choose at least one agent" not in texts(app)
