@@ -348,6 +348,8 @@ def test_private_addresses_are_refused_unless_the_operator_allows_them(start_ser
         ("http://localhost:8000/v1", ["localhost"], False),
         ("ftp://8.8.8.8/", ["*"], True),
         ("https://\u00e1Z\u00bd\u00822/", [], True),  # no host name IDNA can encode
+        ("http://[::1/v1", ["*"], True),  # an unclosed IPv6 bracket
+        ("http://8.8.8.8:99999/v1", ["*"], True),  # a port past 65535
     ],
 )
 def test_outbound_rule(settings, url, allowed, refused):

@@ -286,12 +286,15 @@ def test_workload_identities_are_managed_by_admins(api, org, identity_provider, 
     assert [
         w["id"] for w in api.get("/workload-identities", headers=org.headers, params=params).json()["items"]
     ] == [trusted["id"]]
-    bad = api.post(
-        "/workload-identities",
-        headers=org.headers,
-        json={**trusted, "orgSlug": org.slug, "conditions": [{"claim": "ref"}]},
-    )
-    assert bad.status_code == 400
+    created = ("name", "issuer", "audience", "conditions", "role")
+    again = {"orgSlug": org.slug, "name": "again"} | {field: trusted[field] for field in created[1:]}
+    for field, wrong, named in (
+        ("conditions", [{"claim": "ref"}], "conditions.0"),
+        ("issuer", "https://[::1/", "issuer"),  # an unclosed bracket: no URL at all
+    ):
+        bad = api.post("/workload-identities", headers=org.headers, json=again | {field: wrong})
+        assert bad.status_code == 400, bad.text
+        assert [detail["field"] for detail in bad.json()["details"]] == [named], bad.text
     viewer_key = api.post(
         "/api-keys", headers=org.headers, json={"orgSlug": org.slug, "name": "v", "role": "viewer"}
     ).json()["key"]

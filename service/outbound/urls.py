@@ -31,8 +31,13 @@ class HostUnresolved(OutboundRefused):
 
 
 def check_url_syntax(url: str) -> None:
-    """Refuse what can never be called: another scheme, no host, credentials in the URL."""
-    parts = urlsplit(url)
+    """Refuse what can never be called: another scheme, no host, credentials in the URL, a host or
+    port that does not parse (an unclosed `[`, a port past 65535)."""
+    try:
+        parts = urlsplit(url)
+        _ = parts.port  # a port that does not parse raises here
+    except ValueError as exc:
+        raise OutboundRefused(f"'{url}' is not a URL: {exc}") from exc
     if parts.scheme not in ALLOWED_SCHEMES:
         raise OutboundRefused(f"'{url}' must start with http:// or https://")
     if not parts.hostname:
