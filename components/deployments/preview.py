@@ -27,25 +27,27 @@ FOLLOWING = "deploy_following"
 
 
 def preview_table(preview: DeploymentPreview) -> None:
+    """A row per field that changes. What a reviewer reads (agent, field, before, after) comes first,
+    so that it stays in view at 1024 px; what repeats on every row of an agent comes last."""
     rows = []
     for agent in preview.agents:
         before = f"v{agent.current_version}" if agent.current_version else "not deployed"
-        base = {
-            "Agent": agent.stable_key,
-            "Agent status": agent.status,
-            "Version": f"{before} → v{agent.target_version}",
-        }
+        repeated = {"Version": f"{before} → v{agent.target_version}", "Agent status": agent.status}
         if not agent.changes:
-            rows.append(base | {"Field": "", "Change": "unchanged", "Before": "", "After": ""})
+            rows.append(
+                {"Agent": agent.stable_key, "Field": "", "Before": "", "After": "", "Change": "unchanged"}
+                | repeated
+            )
         for change in agent.changes:
             rows.append(
-                base
-                | {
+                {
+                    "Agent": agent.stable_key,
                     "Field": change.field,
-                    "Change": change.kind,
                     "Before": shown(change.before),
                     "After": shown(change.after),
+                    "Change": change.kind,
                 }
+                | repeated
             )
     st.dataframe(coloured(pd.DataFrame(rows), "Change", whole_row=True), hide_index=True, width="stretch")
 

@@ -237,14 +237,14 @@ def choose_agents(stored: dict[str, Any], target: PromotionEnvironment) -> bool:
 def show_promotion(stored: dict[str, Any], target: PromotionEnvironment, names: dict[str, str]) -> None:
     source = names.get(stored["from"], "?")
     with st.container(border=True):
+        heading = st.empty()  # above the choice, counting what it chose
+        route = f"from **{plain(source)}** to **{plain(target.name)}**"
         if not choose_agents(stored, target):
+            heading.markdown(f"#### Promote {route}")
             discard_button()
             return
         preview: DeploymentPreview = stored["preview"]
-        st.markdown(
-            f"#### Promote {len(preview.agents)} agent(s) from **{plain(source)}** to "
-            f"**{plain(target.name)}**"
-        )
+        heading.markdown(f"#### Promote {len(preview.agents)} agent(s) {route}")
         preview_table(preview)
         blocked = preview_warnings(preview, target.name)
         denied = agent_violations(preview.violations)

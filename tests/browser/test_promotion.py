@@ -90,3 +90,40 @@ def test_an_operator_requests_a_promotion_another_approves_it_and_production_run
     assert "v2 waiting" not in table.inner_text()
     assert row.locator("td").nth(2).inner_text().startswith("v2 · since")
     assert_no_exception(page)
+
+
+def test_an_operator_promotes_one_of_two_waiting_agents_and_the_other_keeps_waiting(
+    page, service_console_url, server, org
+):
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        staging = admin.environments.create("staging").id
+        production = admin.environments.create("production").id
+        admin.environments.update(production, promotes_from=staging)
+        for key in ("triage", "kb-answerer"):
+            versioned_agent(admin, key)
+            assert wait_for_end(admin, admin.deployments.deploy(staging, [key]).id).status == "complete"
+        member = admin.members.create("cy@example.com", "Cy", "operator")
+        key = admin.api_keys.create("cy-browser", member_id=member.id).key
+
+    sign_in(page, service_console_url, key, "Cy (cy@example.com)")
+    promotion_tab(page).get_by_text("v1 waiting").first.wait_for(timeout=30_000)
+    page.get_by_role("button", name="Promote to production").click()
+    page.get_by_text("Promote 2 agent(s) from").wait_for(timeout=60_000)
+    page.locator("[data-testid=stMultiSelect]").get_by_role("button", name="Remove kb-answerer v1").click()
+    page.get_by_text("Promote 1 agent(s) from").wait_for(timeout=60_000)
+    assert_no_exception(page)
+    shoot(page, "promotion-choice")
+    page.get_by_role("button", name="Promote now to production").click()
+    page.get_by_text("Promotion to production started").wait_for(timeout=60_000)
+    with OrgdeckClient(server.url, org.key, org_slug=org.slug) as admin:
+        job = admin.deployments.jobs(environment_id=production, limit=1).items[0]
+        assert wait_for_end(admin, job.id).status == "complete"
+    assert [(a.stable_key, a.version) for a in job.agents] == [("triage", 1)]
+
+    table = promotion_tab(page)  # away to the menu and back, as after any promotion
+    row = table.locator("tr", has_text="kb-answerer").last
+    assert (
+        "v1 waiting" in row.inner_text()
+        and "v1 waiting" not in table.locator("tr", has_text="triage").last.inner_text()
+    )
+    assert_no_exception(page)
