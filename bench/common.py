@@ -75,6 +75,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def load_settings(args: argparse.Namespace) -> LoadSettings:
+    """The load's settings; a bench that drives load asks for them first, so a missing wrk stops it
+    before minutes of seeding rather than after."""
+    if shutil.which("wrk") is None:
+        raise BenchError("wrk is not installed; on Debian: apt-get install wrk")
     return LoadSettings(args.connections, args.seconds, args.warmup, args.rounds)
 
 
