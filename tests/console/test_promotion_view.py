@@ -4,6 +4,7 @@ what holds it back; promote, or request it where the target is protected."""
 from __future__ import annotations
 
 import pytest
+from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
 from tests.console.conftest import texts
@@ -150,14 +151,22 @@ def test_agents_beyond_a_page_are_reached_with_next(console, server, org, path, 
     assert button(app, "Next").disabled and not button(app, "Previous").disabled
 
 
-def test_an_agent_taken_out_of_the_promotion_keeps_waiting(console, server, org, db, path):
-    staging, production = path
+def two_ready_previewed(console, server, org, db, path) -> AppTest:
+    """`summarizer` beside `triage`, both past the soak and waiting for production, the promotion
+    previewed."""
+    staging, _ = path
     with org_client(server, org) as admin:
         versioned_agent(admin, "summarizer")
         deployed(admin, staging, "summarizer")
     backdate(db, staging, 61)
     app = open_tab(console(PAGE), PROMOTION)
     button(app, "Promote to production").click().run()
+    return app
+
+
+def test_an_agent_taken_out_of_the_promotion_keeps_waiting(console, server, org, db, path):
+    _, production = path
+    app = two_ready_previewed(console, server, org, db, path)
     chosen = app.multiselect(key="promotion_agents")
     assert chosen.value == ["summarizer", "triage"]
     assert "Promote 2 agent(s) from **staging** to **production**" in texts(app)
@@ -176,13 +185,7 @@ def test_an_agent_taken_out_of_the_promotion_keeps_waiting(console, server, org,
 
 
 def test_with_no_agent_chosen_nothing_can_be_promoted(console, server, org, db, path):
-    staging, _ = path
-    with org_client(server, org) as admin:
-        versioned_agent(admin, "summarizer")
-        deployed(admin, staging, "summarizer")
-    backdate(db, staging, 61)
-    app = open_tab(console(PAGE), PROMOTION)
-    button(app, "Promote to production").click().run()
+    app = two_ready_previewed(console, server, org, db, path)
     app.multiselect(key="promotion_agents").set_value([]).run()
     assert not app.exception, app.exception
     assert "Choose at least one agent to promote." in texts(app)
