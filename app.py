@@ -23,12 +23,14 @@ def _embedded() -> bool:
 
 @asynccontextmanager
 async def lifespan(_app: st.App) -> AsyncIterator[None]:
-    if _embedded():
-        launcher.launch()
     try:
         yield
     finally:
         launcher.stop()
 
 
+# As the process starts, not in the lifespan: that runs a fifth of a second later, once Streamlit's
+# server is set up, and the service's start is what the first page waits for.
+if _embedded():
+    launcher.launch()
 app = st.App("console.py", lifespan=lifespan)

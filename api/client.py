@@ -97,11 +97,17 @@ class OrgdeckClient:
         """Send one request, retrying what is safe to retry, and return the decoded JSON body.
 
         A POST or PATCH carries an `Idempotency-Key` (a new one per call unless `headers` gives one),
-        the same on every attempt, so it is retried like a read: the service does it at most once.
+        the same on every attempt, so it is retried like a read: the service does it at most once. A
+        client that never retries (`max_retries=0`) sends none of its own: a key of one attempt would
+        only cost the service its claim and its stored answer.
         """
         method = method.upper()
         all_headers = self._credentials(headers)
-        if method in constants.KEYED_METHODS and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER):
+        if (
+            self.max_retries
+            and method in constants.KEYED_METHODS
+            and not _has_header(all_headers, constants.IDEMPOTENCY_HEADER)
+        ):
             all_headers[constants.IDEMPOTENCY_HEADER] = str(uuid.uuid4())
         retry_safe = method in constants.SAFE_METHODS or _has_header(
             all_headers, constants.IDEMPOTENCY_HEADER

@@ -97,6 +97,7 @@ class _Flaky(BaseHTTPRequestHandler):
     do_GET = _answer
     do_POST = _answer
     do_PUT = _answer
+    do_PATCH = _answer
 
     def log_message(self, *args: object) -> None:
         pass
@@ -130,6 +131,14 @@ def test_posts_retry_on_503_with_one_idempotency_key(flaky):
         orgdeck.request("POST", "/anything", json={})
     assert _Flaky.idempotency_keys[3] == "deploy-run-42"
     assert _Flaky.idempotency_keys[4] not in {None, "deploy-run-42", _Flaky.idempotency_keys[0]}
+
+
+def test_a_client_that_never_retries_sends_no_key_of_its_own(flaky):
+    _Flaky.failures_left, _Flaky.seen, _Flaky.idempotency_keys = 0, 0, []
+    with OrgdeckClient(f"http://127.0.0.1:{flaky.server_port}/api", max_retries=0) as orgdeck:
+        orgdeck.request("POST", "/anything", json={})
+        orgdeck.request("PATCH", "/anything", json={}, headers={"Idempotency-Key": "deploy-run-43"})
+    assert _Flaky.idempotency_keys == [None, "deploy-run-43"]
 
 
 def test_writes_without_a_key_do_not_retry_on_503(flaky):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import logging
 import signal
@@ -299,10 +300,16 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# Commands whose app's lifespan turns the collector on (service.app).
+SERVED_APPS = {cmd_serve, cmd_demo}
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     from service.storage.migrate import SchemaNewerThanCode
 
     args = build_parser().parse_args(argv)
+    if args.handler not in SERVED_APPS:
+        gc.enable()  # held through the imports (service/__main__.py); a served app turns it on
     settings = Settings()
     logs.configure(settings.log_format, settings.log_level, current_request_id.get)
     logging.getLogger("alembic").setLevel(logging.WARNING)
