@@ -34,7 +34,7 @@ SIGN_IN_REFUSED = "sign_in_refused"
 
 @st.cache_resource(show_spinner="Starting the embedded service…")
 def _embedded() -> tuple[str, str]:
-    # Started already by app.py's lifespan when Streamlit serves; AppTest starts it here. A failure
+    # Started already by app.py when Streamlit serves; AppTest starts it here. A failure
     # is not cached: the next run starts it again.
     demo = launch().wait()
     return demo.url, demo.api_key

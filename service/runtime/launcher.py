@@ -1,6 +1,6 @@
 """The console's embedded service as a process of its own: `python -m service demo`.
 
-The console starts it with its own process (app.py's lifespan), so that the service imports,
+The console starts it with its own process (as app.py is imported), so that the service imports,
 migrates and seeds the demo on the other core while Streamlit starts and the first page imports;
 in one process they would take turns. It ends with the console: when the console stops it, and
 when the console's process ends in any way (even killed), since its standard input then closes.
