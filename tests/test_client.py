@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -13,7 +15,7 @@ from api import OrgdeckClient
 from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
 from service.runtime.server import ServerThread
 from tests.conftest import make_settings
-from tests.processes import free_port
+from tests.processes import ROOT, free_port
 
 
 def test_health_whoami_and_keys(client, org):
@@ -186,3 +188,17 @@ def test_error_details_keep_only_the_documented_shape():
     finally:
         peer.shutdown()
     assert [(d.field, d.message, d.type) for d in bad.value.details] == [("name", "is required", "missing")]
+
+
+def test_the_client_loads_without_httpxs_command_line():
+    # A fresh interpreter: click and rich (httpx's command line) stay out, and the client works.
+    program = (
+        "import sys\n"
+        "from api import OrgdeckClient\n"
+        "OrgdeckClient('http://127.0.0.1:9/api').close()\n"
+        "print(sorted({'click', 'rich'} & set(sys.modules)))\n"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert answer.stdout.splitlines() == ["[]"]

@@ -3,6 +3,8 @@ scoped, excepted, and measured against what runs now."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -18,6 +20,7 @@ from api.errors import Forbidden
 from service.events.models import EventRow
 from service.governance.models import PolicyExceptionRow
 from tests.conftest import Org
+from tests.processes import ROOT
 from tests.test_changes import Team
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
@@ -415,3 +418,19 @@ def test_compliance_counts_a_violation_again_once_its_exception_expires(http, or
     report = compliance(http, org)
     assert report["matrix"][0]["violations"] == 1
     assert [(v["agent"], v["enforcement"]) for v in report["violations"]] == [("old", "deny")]
+
+
+def test_the_service_runs_checks_without_loading_cels_command_line():
+    # A fresh interpreter, as a start of the service: checks run, and the CLI's stack stayed out.
+    program = (
+        "import sys\n"
+        "import service.app\n"
+        "from service.governance.checks import compile_check, prepared_input, run_check\n"
+        "check = compile_check('agent.model != \"gpt-3.5-turbo\"')\n"
+        "print(run_check(check, prepared_input({'agent': {'model': 'gpt-4o'}})).outcome)\n"
+        "print(sorted({'typer', 'prompt_toolkit'} & set(sys.modules)))\n"
+    )
+    answer = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    assert answer.stdout.splitlines() == ["pass", "[]"]

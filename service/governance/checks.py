@@ -8,15 +8,21 @@ the reference input on save (a 400 naming `check`), and as an `error` outcome at
 from __future__ import annotations
 
 import re
+import sys
+import types
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Literal
 
-import cel
-
 from api.governance import PolicyExample
 from service.errors import InvalidInput
+
+# The `cel` package's __init__ imports its command line (typer, rich, prompt_toolkit, pygments: a
+# tenth of a second of every start of the service) beside the evaluator, which is all the service
+# uses. An empty `cel.cli` stands in for it, unless the real one is already imported.
+sys.modules.setdefault("cel.cli", types.ModuleType("cel.cli"))
+import cel  # noqa: E402
 
 Outcome = Literal["pass", "fail", "error"]
 CHECK_MAX_LENGTH = 10_000
