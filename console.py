@@ -13,13 +13,13 @@ import os
 
 import streamlit as st
 
-from api import ApiError, OrgdeckClient
+from api import ApiError
 from api.constants import API_KEY_PREFIX
 from api.system import Caller
 from api.version import VERSION
 from components import layout
 from components.changes.waiting import menu_title
-from components.connection import Connection, forget_client, set_connection
+from components.connection import Connection, forget_client, key_client, set_connection
 from components.feedback import explain, plain
 from service.runtime.launcher import EmbeddedServiceFailed, launch
 
@@ -43,7 +43,7 @@ def _embedded() -> tuple[str, str]:
 # Roles change rarely; a short cache keeps whoami off every rerun and a changed role shows soon.
 @st.cache_data(ttl=30, show_spinner=False)
 def _identify(url: str, api_key: str) -> Caller:
-    with OrgdeckClient(url, api_key, max_retries=1) as client:
+    with key_client(url, api_key) as client:
         return client.whoami()
 
 
@@ -129,7 +129,7 @@ def _record_sign_in(url: str, api_key: str) -> None:
     identity provider's token is on the trail from its first request.)"""
     if st.session_state.get(SIGN_IN_RECORDED) == (url, api_key) or not api_key.startswith(API_KEY_PREFIX):
         return
-    with OrgdeckClient(url, api_key, max_retries=1) as client:
+    with key_client(url, api_key) as client:
         client.sign_in()
     st.session_state[SIGN_IN_RECORDED] = (url, api_key)
 
@@ -138,7 +138,7 @@ def _sign_out_of_identity_provider(connection: Connection) -> None:
     """End the token's session at the service (on the audit trail; the token is refused from now
     on), then Streamlit's own session."""
     try:
-        with OrgdeckClient(connection.url, connection.api_key, max_retries=1) as client:
+        with key_client(connection.url, connection.api_key) as client:
             client.sign_out()
     except ApiError:
         pass  # the token is already refused (expired, signed out): nothing left to end

@@ -32,6 +32,15 @@ from api.system import Caller, Health, least_roles
 from api.tools import ToolDeploymentsResource, ToolsResource
 
 
+def new_http_client(timeout: float = constants.DEFAULT_TIMEOUT_SECONDS) -> httpx.Client:
+    """The HTTP client (a connection pool) an OrgdeckClient makes for itself. One made here may
+    serve several (`http_client=`): making one costs 20 to 40 ms, for its TLS context."""
+    return httpx.Client(
+        timeout=httpx.Timeout(timeout, connect=constants.DEFAULT_CONNECT_TIMEOUT_SECONDS),
+        headers={"User-Agent": constants.USER_AGENT},
+    )
+
+
 class OrgdeckClient:
     """A client of one Orgdeck service, authenticated with one organization's key.
 
@@ -55,10 +64,7 @@ class OrgdeckClient:
         self._org_slug = org_slug
         self._least_roles: dict[str, str | None] | None = None
         self._owns_http = http_client is None
-        self._http = http_client or httpx.Client(
-            timeout=httpx.Timeout(timeout, connect=constants.DEFAULT_CONNECT_TIMEOUT_SECONDS),
-            headers={"User-Agent": constants.USER_AGENT},
-        )
+        self._http = http_client or new_http_client(timeout)
         self.api_keys = ApiKeysResource(self)
         self.members = MembersResource(self)
         self.workload_identities = WorkloadIdentitiesResource(self)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 import streamlit as st
-from pandas.io.formats.style import Styler
+
+if TYPE_CHECKING:  # pandas is the pages' to import, when they draw a table (a third of a second)
+    import pandas as pd
+    from pandas.io.formats.style import Styler
 
 
 def select(key: str, item_id: str) -> None:

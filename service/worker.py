@@ -65,8 +65,10 @@ class Worker:
         metrics.WORKER_ROUNDS.labels(busy=str(busy).lower()).inc()
         return busy
 
-    def run(self) -> None:
-        """Run the tasks and the sender until `stop`."""
+    def run(self, *, first_round_after: float = 0) -> None:
+        """Run the tasks and the sender until `stop`, from `first_round_after` seconds on."""
+        if self._stop.wait(first_round_after):
+            return
         sender = threading.Thread(target=self._send, name="orgdeck-notifications", daemon=True)
         sender.start()
         try:
@@ -103,8 +105,13 @@ class WorkerThread:
         self.thread.join(timeout)
 
 
-def start_in_thread(db: Database, settings: Settings) -> WorkerThread:
+def start_in_thread(db: Database, settings: Settings, *, first_round_after: float = 0) -> WorkerThread:
     worker = Worker(db, settings)
-    thread = threading.Thread(target=worker.run, name="orgdeck-worker", daemon=True)
+    thread = threading.Thread(
+        target=worker.run,
+        kwargs={"first_round_after": first_round_after},
+        name="orgdeck-worker",
+        daemon=True,
+    )
     thread.start()
     return WorkerThread(worker, thread)

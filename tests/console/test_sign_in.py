@@ -3,10 +3,14 @@ browser session only, one sign-in recorded per sign-in, and signing out."""
 
 from __future__ import annotations
 
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
 import pytest
 from streamlit.testing.v1 import AppTest
 
 from api import OrgdeckClient
+from components.connection import http_pool
 from tests.conftest import Org
 from tests.console.conftest import APP, texts
 
@@ -57,3 +61,29 @@ def test_a_refused_key_says_why_and_signs_nobody_in(server, org, without_key):
     assert "signed_in_api_key" not in app.session_state
     assert "Not signed in" in texts(app)
     assert sign_ins(server, org) == []
+
+
+class _SetsACookie(BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Set-Cookie", "proxy_session=dana; Path=/")
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_the_consoles_shared_pool_keeps_no_cookie():
+    # Everyone signed in shares the pool: a cookie one answer sets (a proxy's session) must not
+    # travel with the next person's requests.
+    peer = ThreadingHTTPServer(("127.0.0.1", 0), _SetsACookie)
+    threading.Thread(target=peer.serve_forever, daemon=True).start()
+    try:
+        pool = http_pool()
+        url = f"http://127.0.0.1:{peer.server_port}/"
+        assert pool.get(url).headers["set-cookie"].startswith("proxy_session=")
+        assert not pool.cookies
+        assert "cookie" not in pool.get(url).request.headers
+    finally:
+        peer.shutdown()
