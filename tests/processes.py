@@ -16,6 +16,15 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def fresh_python_prints(program: str) -> list[str]:
+    """The lines a fresh interpreter prints running `program` in the repository: what a process
+    of ours loads as it starts."""
+    answer = subprocess.run(
+        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
+    )
+    return answer.stdout.splitlines()
+
+
 def free_port() -> int:
     """A port nothing on this host listens on now (for a server to start, or a call to be refused)."""
     with socket.socket() as probe:

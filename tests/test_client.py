@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -15,7 +13,7 @@ from api import OrgdeckClient
 from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
 from service.runtime.server import ServerThread
 from tests.conftest import make_settings
-from tests.processes import ROOT, free_port
+from tests.processes import free_port, fresh_python_prints
 
 
 def test_health_whoami_and_keys(client, org):
@@ -198,7 +196,4 @@ def test_the_client_loads_without_httpxs_command_line():
         "OrgdeckClient('http://127.0.0.1:9/api').close()\n"
         "print(sorted({'click', 'rich'} & set(sys.modules)))\n"
     )
-    answer = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert answer.stdout.splitlines() == ["[]"]
+    assert fresh_python_prints(program) == ["[]"]

@@ -3,8 +3,6 @@ scoped, excepted, and measured against what runs now."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import uuid
 from collections.abc import Iterator
 from contextlib import ExitStack
@@ -20,7 +18,7 @@ from api.errors import Forbidden
 from service.events.models import EventRow
 from service.governance.models import PolicyExceptionRow
 from tests.conftest import Org
-from tests.processes import ROOT
+from tests.processes import fresh_python_prints
 from tests.test_changes import Team
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end, webhook_environment
 
@@ -430,7 +428,4 @@ def test_the_service_runs_checks_without_loading_cels_command_line():
         "print(run_check(check, prepared_input({'agent': {'model': 'gpt-4o'}})).outcome)\n"
         "print(sorted({'typer', 'prompt_toolkit'} & set(sys.modules)))\n"
     )
-    answer = subprocess.run(
-        [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
-    )
-    assert answer.stdout.splitlines() == ["pass", "[]"]
+    assert fresh_python_prints(program) == ["pass", "[]"]
