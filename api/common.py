@@ -241,6 +241,9 @@ class Record(BaseModel):
         extra="ignore",
         serialize_by_alias=True,
         from_attributes=True,
+        # Each answer's validator is built when it is first used, not as the module is imported: a
+        # process reads a few of the kinds there are (the console's first page, a CLI command).
+        defer_build=True,
     )
 
 

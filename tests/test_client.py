@@ -197,3 +197,18 @@ def test_the_client_loads_without_httpxs_command_line():
         "print(sorted({'click', 'rich'} & set(sys.modules)))\n"
     )
     assert fresh_python_prints(program) == ["[]"]
+
+
+def test_an_answers_validator_is_built_when_one_is_first_read():
+    # A fresh interpreter: importing the client builds none of the hundreds of answers' validators
+    # (a process reads a few kinds); the first answer read builds its own, and reads it right.
+    program = (
+        "import api\n"
+        "from api.common import Record\n"
+        "from api.system import Health\n"
+        "def kinds(cls): return [cls, *(kind for sub in cls.__subclasses__() for kind in kinds(sub))]\n"
+        "print(len(kinds(Record)) > 100, [kind.__name__ for kind in kinds(Record) if kind.__pydantic_complete__])\n"
+        "health = Health.model_validate({'status': 'ok', 'database': 'ok', 'version': '1.0.0'})\n"
+        "print(health.status, [kind.__name__ for kind in kinds(Record) if kind.__pydantic_complete__])\n"
+    )
+    assert fresh_python_prints(program) == ["True []", "ok ['Health']"]
