@@ -19,11 +19,14 @@ from api.system import Caller
 from api.version import VERSION
 from components import layout
 from components.changes.waiting import menu_title
-from components.connection import Connection, forget_client, key_client, set_connection
+from components.connection import Connection, forget_client, http_pool, key_client, set_connection
 from components.feedback import explain, plain
 from service.runtime.launcher import EmbeddedServiceFailed, launch
 
 st.set_page_config(page_title="Orgdeck", page_icon=":material/hub:", layout="wide")
+# The layout's rules need no service: sent while it starts, with Streamlit's one-time look at how it
+# was started (which walks the stack and reads its files) done then too.
+layout.install()
 
 # The typed key lives in this browser session's state and nowhere else; signing out forgets it.
 SIGNED_IN_KEY = "signed_in_api_key"
@@ -36,7 +39,10 @@ SIGN_IN_REFUSED = "sign_in_refused"
 def _embedded() -> tuple[str, str]:
     # Started already by app.py when Streamlit serves; AppTest starts it here. A failure
     # is not cached: the next run starts it again.
-    demo = launch().wait()
+    service = launch()
+    # Made while the service starts, not after: the pool's TLS context takes tens of milliseconds.
+    http_pool()
+    demo = service.wait()
     return demo.url, demo.api_key
 
 
@@ -228,7 +234,6 @@ def _who(caller: Caller) -> str:
 
 
 navigation = st.navigation(MENU, position="hidden")
-layout.install()
 _sidebar(connection)
 st.sidebar.caption(f"Orgdeck {VERSION}")
 navigation.run()

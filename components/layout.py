@@ -34,7 +34,7 @@ _STYLE = f"""<style>
 
 
 def install() -> None:
-    """The rules behind `panes`, `aside` and `fields`, once per run (app.py)."""
+    """The rules behind `panes`, `aside` and `fields`, once per run (console.py)."""
     st.html(_STYLE)
 
 
