@@ -7,18 +7,18 @@ an error body, a malformed body, or nothing until long after any sensible timeou
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from service.runtime.server import ServerThread
 from service.settings import Settings
 from tests.conftest import make_settings
+from tests.processes import http_peer
 
 REPLY = "Title: Keep secrets out of logs\nRules:\n1. MUST NOT log secrets."
 LOGGING_CHECK = '!agent.tools.exists(t, t.ref == "logs.write")'
@@ -152,16 +152,9 @@ def _handler(fake: FakeLLM) -> type[BaseHTTPRequestHandler]:
 def running_fake_llm() -> Iterator[FakeLLM]:
     """A fake provider serving on a free loopback port until the block ends."""
     fake = FakeLLM(url="")
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(fake))
-    server.daemon_threads = True
-    fake.url = f"http://127.0.0.1:{server.server_address[1]}"
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with http_peer(_handler(fake)) as server:
+        fake.url = f"http://127.0.0.1:{server.server_address[1]}"
         yield fake
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 @contextmanager

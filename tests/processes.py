@@ -6,9 +6,11 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import httpx
@@ -23,6 +25,20 @@ def fresh_python_prints(program: str) -> list[str]:
         [sys.executable, "-c", program], capture_output=True, text=True, check=True, cwd=ROOT
     )
     return answer.stdout.splitlines()
+
+
+@contextmanager
+def http_peer(handler: type[BaseHTTPRequestHandler]) -> Iterator[ThreadingHTTPServer]:
+    """A plain HTTP server of `handler` on a free loopback port, in a thread, until the block ends:
+    the outside world a test talks to (a proxy, a receiver, a provider)."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield server
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def free_port() -> int:

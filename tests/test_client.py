@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,7 +12,7 @@ from api import OrgdeckClient
 from api.errors import BadRequest, ConnectionFailed, Forbidden, RateLimited, ServerError, Unauthorized
 from service.runtime.server import ServerThread
 from tests.conftest import make_settings
-from tests.processes import free_port, fresh_python_prints
+from tests.processes import free_port, fresh_python_prints, http_peer
 
 
 def test_health_whoami_and_keys(client, org):
@@ -105,11 +104,8 @@ class _Flaky(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def flaky() -> Iterator[ThreadingHTTPServer]:
-    peer = ThreadingHTTPServer(("127.0.0.1", 0), _Flaky)
-    thread = threading.Thread(target=peer.serve_forever, daemon=True)
-    thread.start()
-    yield peer
-    peer.shutdown()
+    with http_peer(_Flaky) as peer:
+        yield peer
 
 
 def test_safe_methods_retry_on_503(flaky):
@@ -175,16 +171,12 @@ class _OddErrors(BaseHTTPRequestHandler):
 
 
 def test_error_details_keep_only_the_documented_shape():
-    peer = ThreadingHTTPServer(("127.0.0.1", 0), _OddErrors)
-    threading.Thread(target=peer.serve_forever, daemon=True).start()
-    try:
-        with (
-            OrgdeckClient(f"http://127.0.0.1:{peer.server_port}/api") as orgdeck,
-            pytest.raises(BadRequest) as bad,
-        ):
-            orgdeck.health()
-    finally:
-        peer.shutdown()
+    with (
+        http_peer(_OddErrors) as peer,
+        OrgdeckClient(f"http://127.0.0.1:{peer.server_port}/api") as orgdeck,
+        pytest.raises(BadRequest) as bad,
+    ):
+        orgdeck.health()
     assert [(d.field, d.message, d.type) for d in bad.value.details] == [("name", "is required", "missing")]
 
 

@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 import uuid
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 
 import pytest
@@ -32,6 +31,7 @@ from service.storage.migrate import upgrade
 from tests.conftest import make_settings, scratch_database, wait_for
 from tests.deliveries.support import Inbox, free_port
 from tests.fake_llm import running_fake_llm
+from tests.processes import http_peer
 from tests.test_deployments import WebhookTarget, versioned_agent, wait_for_end
 
 SECRETS = {
@@ -59,12 +59,8 @@ class Sink(BaseHTTPRequestHandler):
 
 @pytest.fixture
 def sink() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Sink)
-    server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield f"http://127.0.0.1:{server.server_address[1]}"
-    server.shutdown()
-    server.server_close()
+    with http_peer(Sink) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
 
 
 @pytest.fixture

@@ -1,16 +1,16 @@
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 
 from api import OrgdeckClient
 from api.events import EVENT_TYPES
 from tests.console.conftest import texts
+from tests.processes import http_peer
 from tests.test_notifications import add_logs
 
 PAGE = "pages/notifications.py"
@@ -44,11 +44,8 @@ def receiver() -> Iterator[tuple[str, list[dict[str, str]]]]:
         def log_message(self, *args: object) -> None:
             pass
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
-    server.shutdown()
+    with http_peer(Handler) as server:
+        yield f"http://127.0.0.1:{server.server_address[1]}/hook", received
 
 
 def test_empty_state_says_where_to_start(console):

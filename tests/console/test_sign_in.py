@@ -3,8 +3,7 @@ browser session only, one sign-in recorded per sign-in, and signing out."""
 
 from __future__ import annotations
 
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -13,6 +12,7 @@ from api import OrgdeckClient
 from components.connection import http_pool
 from tests.conftest import Org
 from tests.console.conftest import APP, texts
+from tests.processes import http_peer
 
 
 @pytest.fixture
@@ -77,13 +77,9 @@ class _SetsACookie(BaseHTTPRequestHandler):
 def test_the_consoles_shared_pool_keeps_no_cookie():
     # Everyone signed in shares the pool: a cookie one answer sets (a proxy's session) must not
     # travel with the next person's requests.
-    peer = ThreadingHTTPServer(("127.0.0.1", 0), _SetsACookie)
-    threading.Thread(target=peer.serve_forever, daemon=True).start()
-    try:
+    with http_peer(_SetsACookie) as peer:
         pool = http_pool()
         url = f"http://127.0.0.1:{peer.server_port}/"
         assert pool.get(url).headers["set-cookie"].startswith("proxy_session=")
         assert not pool.cookies
         assert "cookie" not in pool.get(url).request.headers
-    finally:
-        peer.shutdown()
