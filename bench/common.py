@@ -91,6 +91,28 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+def wait_until_answering(
+    process: subprocess.Popen[bytes], url: str, *, name: str, log_path: Path, every: float = 0.1
+) -> None:
+    """Until `url` answers 200, asked every `every` seconds; BenchError, with the end of the log, when
+    the process ends first or it does not answer within STARTUP_TIMEOUT_SECONDS."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise BenchError(f"{name} exited with {process.returncode}:\n{log_tail(log_path)}")
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(every)
+    raise BenchError(f"{name} did not answer {url} within {STARTUP_TIMEOUT_SECONDS} s")
+
+
+def log_tail(path: Path, lines: int = 30) -> str:
+    return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
 class ServerProcess:
     """A server process pinned to the server core, with its output kept in a log file."""
 
@@ -115,17 +137,7 @@ class ServerProcess:
         return self.origin + path
 
     def wait_until_ready(self, path: str) -> None:
-        deadline = time.monotonic() + STARTUP_TIMEOUT_SECONDS
-        while time.monotonic() < deadline:
-            if self._process.poll() is not None:
-                raise BenchError(f"{self.name} exited with {self._process.returncode}:\n{self.log_tail()}")
-            try:
-                if httpx.get(self.url(path), timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.1)
-        raise BenchError(f"{self.name} did not answer {path} within {STARTUP_TIMEOUT_SECONDS} s")
+        wait_until_answering(self._process, self.url(path), name=self.name, log_path=self.log_path)
 
     def cpu_seconds(self) -> float:
         """CPU time the process and its descendants (a server's worker processes) have used so far,
@@ -147,7 +159,7 @@ class ServerProcess:
         return total / os.sysconf("SC_CLK_TCK")
 
     def log_tail(self, lines: int = 30) -> str:
-        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def stop(self) -> None:
         self._process.terminate()

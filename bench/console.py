@@ -33,8 +33,6 @@ import sys
 import time
 from pathlib import Path
 
-import httpx
-
 if not __package__:  # run as a script: make the repository importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
@@ -48,6 +46,7 @@ from bench.common import (
     orgdeck_service,
     run,
     scratch_directory,
+    wait_until_answering,
 )
 from bench.deployments import JOBS, create_catalogue, seed
 from bench.notifications import open_database
@@ -75,13 +74,17 @@ def demo_start(browser: object, data_dir: Path) -> dict[str, float]:
     env["ORGDECK_DATA_DIR"] = str(data_dir)
     command = [sys.executable, "-m", "streamlit", "run", "app.py", "--server.port", str(port)]
     command += ["--server.address", "127.0.0.1", "--server.headless", "true"]
-    log = (data_dir.parent / f"{data_dir.name}.log").open("w")
+    log_path = data_dir.parent / f"{data_dir.name}.log"
+    log = log_path.open("w")
     started = time.perf_counter()
     process = subprocess.Popen(command, cwd=REPO_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
     context = None
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_until_listening(process, url, log.name)
+        # Refused until Streamlit listens; asked often, since the answer's moment is a figure.
+        wait_until_answering(
+            process, f"{url}/_stcore/health", name="the console", log_path=log_path, every=0.02
+        )
         parts = {"console answers": time.perf_counter() - started}
         # Opened once the console listens, as Streamlit opens a browser's tab (or prints the address
         # to open) then. Opened at once and asked again every 50 ms, Chromium drew its error page
@@ -102,21 +105,6 @@ def demo_start(browser: object, data_dir: Path) -> dict[str, float]:
         process.terminate()
         process.wait(timeout=30)
         log.close()
-
-
-def _wait_until_listening(process: subprocess.Popen[bytes], url: str, log_name: str) -> None:
-    """Until the console answers its health check (refused until Streamlit listens)."""
-    deadline = time.monotonic() + STARTUP_TIMEOUT_MS / 1000
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise BenchError(f"the console exited with {process.returncode}; see {log_name}")
-        try:
-            if httpx.get(f"{url}/_stcore/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        time.sleep(0.02)
-    raise BenchError(f"the console did not answer in {STARTUP_TIMEOUT_MS / 1000:.0f} s; see {log_name}")
 
 
 def startup_table(starts: int) -> list[list[str]]:
